@@ -1,0 +1,382 @@
+#include "dockerclient/docker_client_impl.h"
+
+#include <sys/un.h>
+
+#include <algorithm>
+#include <optional>
+
+#include "absl/strings/ascii.h"
+#include "absl/strings/match.h"
+#include "absl/strings/numbers.h"
+#include "absl/strings/str_cat.h"
+#include "absl/strings/str_split.h"
+#include "common/log.h"
+#include "common/status.h"
+#include "common/strings.h"
+#include "dockerclient/errors.h"
+
+namespace dockerclient {
+namespace {
+
+using nlohmann::json;
+
+using common::Av;
+
+// Docker answers the stop request only after its own timeout and the SIGKILL that
+// follows, so the request must outlive the stop timeout by this much.
+constexpr absl::Duration kStopMargin = absl::Seconds(30);
+
+std::optional<std::pair<int, int>> ParseApiVersion(std::string_view version) {
+  std::pair<absl::string_view, absl::string_view> parts = absl::StrSplit(Av(version), absl::MaxSplits('.', 1));
+  int major = 0, minor = 0;
+  if (!absl::SimpleAtoi(parts.first, &major) || !absl::SimpleAtoi(parts.second, &minor)) return std::nullopt;
+  return std::make_pair(major, minor);
+}
+
+// Percent-encodes all but RFC 3986 unreserved characters and those in `keep`; for
+// path segments and query values.
+std::string Escape(std::string_view s, std::string_view keep = {}) {
+  static constexpr char kHex[] = "0123456789ABCDEF";
+  std::string out;
+  for (const char ch : s) {
+    const auto c = static_cast<unsigned char>(ch);
+    if (absl::ascii_isalnum(c) || c == '-' || c == '.' || c == '_' || c == '~' || keep.find(ch) != keep.npos) {
+      out += ch;
+    } else {
+      out += '%';
+      out += kHex[c >> 4];
+      out += kHex[c & 15];
+    }
+  }
+  return out;
+}
+
+// Docker routes image names with their '/', ':' and '@' literally
+// (/images/registry:5000/foo/bar@sha256:.../json).
+std::string ImagePath(std::string_view ref) { return Escape(ref, "/:@"); }
+
+// Never throws: invalid UTF-8 in labels or names is replaced rather than rejected.
+std::string Dump(const json& j) { return j.dump(-1, ' ', false, json::error_handler_t::replace); }
+
+absl::StatusOr<json> ParseBody(const HttpResponse& response, std::string_view operation) {
+  json parsed = json::parse(response.body, nullptr, /*allow_exceptions=*/false);
+  if (parsed.is_discarded()) {
+    return absl::InternalError(absl::StrCat(Av(operation), ": dockerd sent malformed JSON"));
+  }
+  return parsed;
+}
+
+absl::StatusOr<json> ParseList(const HttpResponse& response, std::string_view operation) {
+  ASSIGN_OR_RETURN(json list, ParseBody(response, operation));
+  if (list.is_null()) return json::array();
+  if (!list.is_array()) return absl::InternalError(absl::StrCat(Av(operation), ": dockerd did not send a list"));
+  return list;
+}
+
+// Docker's message in a progress line that reports failure, or "" for a normal line.
+std::string PullLineError(const json& line) {
+  const auto detail = line.find("errorDetail");
+  if (detail != line.end() && detail->is_object()) {
+    const auto message = detail->find("message");
+    if (message != detail->end() && message->is_string() && !message->get<std::string>().empty()) {
+      return message->get<std::string>();
+    }
+  }
+  const auto error = line.find("error");
+  if (error != line.end() && error->is_string()) return error->get<std::string>();
+  return "";
+}
+
+}  // namespace
+
+absl::StatusOr<std::string> NegotiateApiVersion(std::string_view server) {
+  const auto version = ParseApiVersion(server);
+  if (!version) {
+    return absl::FailedPreconditionError(
+        absl::StrCat("Docker reported an unreadable Engine API version \"", Av(server), "\""));
+  }
+  if (*version < *ParseApiVersion(kMinApiVersion)) {
+    return absl::FailedPreconditionError(absl::StrCat("Docker Engine API ", Av(server),
+                                                      " is too old: dockershim needs API ", Av(kMinApiVersion),
+                                                      " or later (Docker 20.10 or later)"));
+  }
+  if (*version > *ParseApiVersion(kMaxApiVersion)) return std::string(kMaxApiVersion);
+  return absl::StrCat(version->first, ".", version->second);
+}
+
+std::pair<std::string, std::string> SplitPullReference(std::string_view reference) {
+  const size_t at = reference.find('@');
+  std::string_view name = reference.substr(0, at);
+  const size_t slash = name.rfind('/');
+  const size_t colon = name.rfind(':');
+  std::string_view tag = "latest";
+  // A ':' before the last '/' is a registry port, not a tag.
+  if (colon != name.npos && (slash == name.npos || colon > slash)) {
+    tag = name.substr(colon + 1);
+    name = name.substr(0, colon);
+  }
+  if (at != reference.npos) tag = reference.substr(at + 1);
+  return {std::string(name), std::string(tag)};
+}
+
+absl::StatusCode PullErrorCode(std::string_view message, int http_status) {
+  const std::string text = absl::AsciiStrToLower(Av(message));
+  const auto has = [&text](std::string_view s) { return absl::StrContains(text, Av(s)); };
+  // Checked first: Docker Hub answers "pull access denied ..., repository does not
+  // exist or may require 'docker login'" for unknown repositories.
+  if (has("not found") || has("manifest unknown") || has("repository does not exist") || has("no such image")) {
+    return absl::StatusCode::kNotFound;
+  }
+  // The registry refused our credentials; the CRI caller itself is not unauthenticated.
+  if (has("unauthorized") || has("authentication required") || has("no basic auth credentials") || has("denied")) {
+    return absl::StatusCode::kPermissionDenied;
+  }
+  // Registry trouble arrives as HTTP 500 or as a stream line; it is no fault of dockerd.
+  if (http_status == 0 || http_status == 500) return absl::StatusCode::kUnknown;
+  return CodeForHttpStatus(http_status, ConflictMeans::kFailedPrecondition);
+}
+
+absl::StatusOr<std::unique_ptr<DockerClientImpl>> DockerClientImpl::Create(std::string_view endpoint) {
+  std::string_view path;
+  if (absl::StartsWith(Av(endpoint), "unix://")) {
+    path = endpoint.substr(std::string_view("unix://").size());
+  } else if (!absl::StrContains(Av(endpoint), "://")) {
+    path = endpoint;
+  } else {
+    return absl::InvalidArgumentError(
+        absl::StrCat("unsupported Docker endpoint \"", Av(endpoint),
+                     "\": only unix sockets (unix:///var/run/docker.sock) are supported"));
+  }
+  if (path.empty()) {
+    return absl::InvalidArgumentError(absl::StrCat("Docker endpoint \"", Av(endpoint), "\" names no socket path"));
+  }
+  if (path.size() >= sizeof(sockaddr_un::sun_path)) {
+    return absl::InvalidArgumentError(absl::StrCat("Docker socket path \"", Av(path), "\" is too long"));
+  }
+  auto transport = std::make_unique<HttpTransport>(std::string(path), absl::StrCat("unix://", Av(path)));
+  return std::unique_ptr<DockerClientImpl>(new DockerClientImpl(std::move(transport)));
+}
+
+DockerClientImpl::DockerClientImpl(std::unique_ptr<HttpTransport> transport) : transport_(std::move(transport)) {}
+
+absl::StatusOr<std::string> DockerClientImpl::PingAndNegotiate(const common::Context& ctx, std::string_view operation) {
+  auto response = transport_->Request(ctx, "GET", "/_ping");
+  if (!response.ok()) return common::Annotate(response.status(), operation);
+  if (response->status != 200) return HttpError(response->status, response->body, operation);
+  const auto header = response->headers.find("api-version");
+  const std::string server = header == response->headers.end() ? "" : header->second;
+  auto version = NegotiateApiVersion(server);
+  if (!version.ok()) return common::Annotate(version.status(), operation);
+  std::lock_guard<std::mutex> lock(mu_);
+  // Concurrent first calls may each ping; the first answer wins and is kept.
+  if (api_version_.empty()) {
+    api_version_ = *version;
+    LOG_INFO << "Docker at " << transport_->endpoint() << " speaks Engine API " << server << "; using " << api_version_;
+  }
+  return api_version_;
+}
+
+absl::StatusOr<std::string> DockerClientImpl::ApiPrefix(const common::Context& ctx, std::string_view operation) {
+  {
+    std::lock_guard<std::mutex> lock(mu_);
+    if (!api_version_.empty()) return absl::StrCat("/v", api_version_);
+  }
+  ASSIGN_OR_RETURN(const std::string version, PingAndNegotiate(ctx, operation));
+  return absl::StrCat("/v", version);
+}
+
+absl::StatusOr<HttpResponse> DockerClientImpl::Call(const common::Context& ctx, std::string_view operation,
+                                                    std::string_view method, std::string_view path,
+                                                    std::string_view body) {
+  ASSIGN_OR_RETURN(const std::string prefix, ApiPrefix(ctx, operation));
+  auto response = transport_->Request(ctx, method, absl::StrCat(prefix, Av(path)), body);
+  if (!response.ok()) return common::Annotate(response.status(), operation);
+  return response;
+}
+
+absl::StatusOr<json> DockerClientImpl::GetJson(const common::Context& ctx, std::string_view operation,
+                                               std::string_view path) {
+  ASSIGN_OR_RETURN(HttpResponse response, Call(ctx, operation, "GET", path));
+  if (response.status != 200) return HttpError(response.status, response.body, operation);
+  return ParseBody(response, operation);
+}
+
+absl::StatusOr<std::string> DockerClientImpl::Ping(const common::Context& ctx) {
+  return PingAndNegotiate(ctx, "ping Docker");
+}
+
+absl::StatusOr<VersionInfo> DockerClientImpl::Version(const common::Context& ctx) {
+  ASSIGN_OR_RETURN(json body, GetJson(ctx, "get Docker version", "/version"));
+  return ParseVersion(body);
+}
+
+absl::StatusOr<SystemInfo> DockerClientImpl::Info(const common::Context& ctx) {
+  ASSIGN_OR_RETURN(json body, GetJson(ctx, "get Docker info", "/info"));
+  return ParseInfo(body);
+}
+
+absl::StatusOr<std::vector<ImageSummary>> DockerClientImpl::ListImages(const common::Context& ctx,
+                                                                       const std::string& reference_filter) {
+  constexpr std::string_view kOperation = "list images";
+  std::string path = "/images/json";
+  if (!reference_filter.empty()) {
+    absl::StrAppend(&path, "?filters=", Escape(Dump(json{{"reference", json::array({reference_filter})}})));
+  }
+  ASSIGN_OR_RETURN(HttpResponse response, Call(ctx, kOperation, "GET", path));
+  if (response.status != 200) return HttpError(response.status, response.body, kOperation);
+  ASSIGN_OR_RETURN(json list, ParseList(response, kOperation));
+  std::vector<ImageSummary> images;
+  images.reserve(list.size());
+  for (const json& item : list) images.push_back(ParseImageSummary(item));
+  return images;
+}
+
+absl::StatusOr<ImageInspect> DockerClientImpl::InspectImage(const common::Context& ctx, const std::string& ref) {
+  ASSIGN_OR_RETURN(
+      json body, GetJson(ctx, absl::StrCat("inspect image ", ref), absl::StrCat("/images/", ImagePath(ref), "/json")));
+  return ParseImageInspect(body);
+}
+
+absl::Status DockerClientImpl::PullImage(const common::Context& ctx, const PullOptions& options) {
+  const std::string operation = absl::StrCat("pull image ", options.reference);
+  ASSIGN_OR_RETURN(const std::string prefix, ApiPrefix(ctx, operation));
+  const auto [repo, tag] = SplitPullReference(options.reference);
+  const std::string target = absl::StrCat(prefix, "/images/create?fromImage=", Escape(repo), "&tag=", Escape(tag));
+  HttpHeaders headers;
+  if (!options.registry_auth.empty()) headers.emplace_back("X-Registry-Auth", options.registry_auth);
+
+  // The body is a stream of JSON objects, one per line; a failure is a line with "error".
+  std::string failure;
+  const auto on_line = [&](std::string_view line) {
+    const absl::string_view trimmed = absl::StripAsciiWhitespace(Av(line));
+    if (trimmed.empty()) return;
+    const json message = json::parse(trimmed.begin(), trimmed.end(), nullptr, /*allow_exceptions=*/false);
+    if (!message.is_object()) return;
+    if (std::string error = PullLineError(message); !error.empty()) {
+      if (failure.empty()) failure = std::move(error);
+    } else if (options.on_progress) {
+      options.on_progress(message);
+    }
+  };
+  std::string pending;  // a line not yet complete
+  auto response =
+      transport_->Stream(ctx, "POST", target, {}, headers, options.progress_deadline, [&](std::string_view data) {
+        pending.append(data);
+        size_t start = 0;
+        for (size_t nl; (nl = pending.find('\n', start)) != pending.npos; start = nl + 1) {
+          on_line(std::string_view(pending).substr(start, nl - start));
+        }
+        pending.erase(0, start);
+      });
+  if (!response.ok()) return common::Annotate(response.status(), operation);
+  on_line(pending);
+
+  if (response->status / 100 != 2) {
+    std::string message = DockerErrorMessage(response->body);
+    if (message.empty()) message = absl::StrCat("HTTP ", response->status);
+    return absl::Status(PullErrorCode(message, response->status), absl::StrCat(operation, ": ", message));
+  }
+  if (!failure.empty()) {
+    return absl::Status(PullErrorCode(failure, 0), absl::StrCat(operation, ": ", failure));
+  }
+  return absl::OkStatus();
+}
+
+absl::Status DockerClientImpl::RemoveImage(const common::Context& ctx, const std::string& ref, bool force) {
+  const std::string operation = absl::StrCat("remove image ", ref);
+  ASSIGN_OR_RETURN(HttpResponse response,
+                   Call(ctx, operation, "DELETE",
+                        absl::StrCat("/images/", ImagePath(ref), "?force=", force ? "1" : "0", "&noprune=0")));
+  if (response.status != 200) return HttpError(response.status, response.body, operation);
+  return absl::OkStatus();
+}
+
+absl::StatusOr<std::vector<ContainerSummary>> DockerClientImpl::ListContainers(const common::Context& ctx,
+                                                                               const ListContainersOptions& options) {
+  constexpr std::string_view kOperation = "list containers";
+  json filters = json::object();
+  for (const auto& [key, value] : options.label_filter) filters["label"].push_back(absl::StrCat(key, "=", value));
+  if (options.id) filters["id"].push_back(*options.id);
+  if (options.status) filters["status"].push_back(*options.status);
+  std::string path = absl::StrCat("/containers/json?all=", options.all ? "1" : "0");
+  if (!filters.empty()) absl::StrAppend(&path, "&filters=", Escape(Dump(filters)));
+
+  ASSIGN_OR_RETURN(HttpResponse response, Call(ctx, kOperation, "GET", path));
+  if (response.status != 200) return HttpError(response.status, response.body, kOperation);
+  ASSIGN_OR_RETURN(json list, ParseList(response, kOperation));
+  std::vector<ContainerSummary> containers;
+  containers.reserve(list.size());
+  for (const json& item : list) containers.push_back(ParseContainerSummary(item));
+  return containers;
+}
+
+absl::StatusOr<ContainerInspect> DockerClientImpl::InspectContainer(const common::Context& ctx, const std::string& id) {
+  ASSIGN_OR_RETURN(json body, GetJson(ctx, absl::StrCat("inspect container ", id),
+                                      absl::StrCat("/containers/", Escape(id), "/json")));
+  return ParseContainerInspect(body);
+}
+
+absl::StatusOr<std::string> DockerClientImpl::CreateContainer(const common::Context& ctx, const std::string& name,
+                                                              const json& body) {
+  const std::string operation = absl::StrCat("create container ", name);
+  std::string path = "/containers/create";
+  if (!name.empty()) absl::StrAppend(&path, "?name=", Escape(name));
+  ASSIGN_OR_RETURN(HttpResponse response, Call(ctx, operation, "POST", path, Dump(body)));
+  if (response.status != 201 && response.status != 200) {
+    return HttpError(response.status, response.body, operation, ConflictMeans::kAlreadyExists);
+  }
+  ASSIGN_OR_RETURN(json created, ParseBody(response, operation));
+  const auto id = created.find("Id");
+  if (!created.is_object() || id == created.end() || !id->is_string() || id->get<std::string>().empty()) {
+    return absl::InternalError(absl::StrCat(operation, ": dockerd answered without a container ID"));
+  }
+  if (const auto warnings = created.find("Warnings"); warnings != created.end() && warnings->is_array()) {
+    for (const json& warning : *warnings) {
+      if (warning.is_string()) {
+        LOG_WARN << operation << ": " << warning.get<std::string>();
+      }
+    }
+  }
+  return id->get<std::string>();
+}
+
+absl::Status DockerClientImpl::StartContainer(const common::Context& ctx, const std::string& id) {
+  const std::string operation = absl::StrCat("start container ", id);
+  ASSIGN_OR_RETURN(HttpResponse response,
+                   Call(ctx, operation, "POST", absl::StrCat("/containers/", Escape(id), "/start")));
+  // 304: already running.
+  if (response.status != 204 && response.status != 304) {
+    return HttpError(response.status, response.body, operation);
+  }
+  return absl::OkStatus();
+}
+
+absl::Status DockerClientImpl::StopContainer(const common::Context& ctx, const std::string& id,
+                                             const StopOptions& options) {
+  const std::string operation = absl::StrCat("stop container ", id);
+  const int64_t timeout = std::max<int64_t>(0, options.timeout_seconds);
+  // A caller's shorter deadline would abandon a stop that Docker still carries out;
+  // cancellation (the caller going away) still aborts the request.
+  common::Context stop_ctx = ctx;
+  stop_ctx.deadline = std::max(ctx.deadline, absl::Now() + absl::Seconds(timeout) + kStopMargin);
+  ASSIGN_OR_RETURN(HttpResponse response,
+                   Call(stop_ctx, operation, "POST", absl::StrCat("/containers/", Escape(id), "/stop?t=", timeout)));
+  // 304: already stopped.
+  if (response.status != 204 && response.status != 304) {
+    return HttpError(response.status, response.body, operation);
+  }
+  return absl::OkStatus();
+}
+
+absl::Status DockerClientImpl::RemoveContainer(const common::Context& ctx, const std::string& id, bool force) {
+  const std::string operation = absl::StrCat("remove container ", id);
+  ASSIGN_OR_RETURN(
+      HttpResponse response,
+      Call(ctx, operation, "DELETE", absl::StrCat("/containers/", Escape(id), "?force=", force ? "1" : "0", "&v=1")));
+  if (response.status != 204 && response.status != 200) {
+    return HttpError(response.status, response.body, operation);
+  }
+  return absl::OkStatus();
+}
+
+}  // namespace dockerclient

@@ -1,0 +1,79 @@
+#pragma once
+// DockerClient over the Engine API on dockerd's unix socket.
+#include <memory>
+#include <mutex>
+#include <string>
+#include <string_view>
+#include <utility>
+
+#include "absl/status/status.h"
+#include "absl/status/statusor.h"
+#include "dockerclient/docker_client.h"
+#include "dockerclient/http_transport.h"
+
+namespace dockerclient {
+
+// The Engine API versions this client speaks: 1.41 is Docker 20.10.
+inline constexpr std::string_view kMinApiVersion = "1.41";
+inline constexpr std::string_view kMaxApiVersion = "1.47";
+
+// The version to use with a server that reports `server` ("1.43"): the lower of it and
+// kMaxApiVersion. FAILED_PRECONDITION when the server is older than kMinApiVersion or
+// reports something unparseable.
+absl::StatusOr<std::string> NegotiateApiVersion(std::string_view server);
+
+// Splits a pull reference into Docker's fromImage and tag parameters: "repo:tag" gives
+// {"repo", "tag"}, "repo@sha256:..." gives {"repo", "sha256:..."} (a tag next to a
+// digest is dropped, as Docker does), and no tag means "latest" (an empty tag would
+// pull every tag).
+std::pair<std::string, std::string> SplitPullReference(std::string_view reference);
+
+// The code for a failed pull, from Docker's message and HTTP status (0 when the error
+// came as a line in a 200 progress stream).
+absl::StatusCode PullErrorCode(std::string_view message, int http_status);
+
+class DockerClientImpl : public DockerClient {
+ public:
+  // `endpoint` is "unix:///var/run/docker.sock" or a bare socket path; other schemes
+  // are INVALID_ARGUMENT. Does not contact dockerd.
+  static absl::StatusOr<std::unique_ptr<DockerClientImpl>> Create(std::string_view endpoint);
+
+  absl::StatusOr<std::string> Ping(const common::Context& ctx) override;
+  absl::StatusOr<VersionInfo> Version(const common::Context& ctx) override;
+  absl::StatusOr<SystemInfo> Info(const common::Context& ctx) override;
+
+  absl::StatusOr<std::vector<ImageSummary>> ListImages(const common::Context& ctx,
+                                                       const std::string& reference_filter) override;
+  absl::StatusOr<ImageInspect> InspectImage(const common::Context& ctx, const std::string& ref) override;
+  absl::Status PullImage(const common::Context& ctx, const PullOptions& options) override;
+  absl::Status RemoveImage(const common::Context& ctx, const std::string& ref, bool force) override;
+
+  absl::StatusOr<std::vector<ContainerSummary>> ListContainers(const common::Context& ctx,
+                                                               const ListContainersOptions& options) override;
+  absl::StatusOr<ContainerInspect> InspectContainer(const common::Context& ctx, const std::string& id) override;
+  absl::StatusOr<std::string> CreateContainer(const common::Context& ctx, const std::string& name,
+                                              const nlohmann::json& body) override;
+  absl::Status StartContainer(const common::Context& ctx, const std::string& id) override;
+  absl::Status StopContainer(const common::Context& ctx, const std::string& id, const StopOptions& options) override;
+  absl::Status RemoveContainer(const common::Context& ctx, const std::string& id, bool force) override;
+
+ private:
+  explicit DockerClientImpl(std::unique_ptr<HttpTransport> transport);
+
+  // GET /_ping; negotiates the API version on the first success. Errors are
+  // prefixed with `operation`, as are those of the three functions below.
+  absl::StatusOr<std::string> PingAndNegotiate(const common::Context& ctx, std::string_view operation);
+  // "/v1.41", negotiating first if needed.
+  absl::StatusOr<std::string> ApiPrefix(const common::Context& ctx, std::string_view operation);
+  // A versioned request; any HTTP status is a success here.
+  absl::StatusOr<HttpResponse> Call(const common::Context& ctx, std::string_view operation, std::string_view method,
+                                    std::string_view path, std::string_view body = {});
+  // A versioned GET answered with JSON, parsed (200 only; other statuses become errors).
+  absl::StatusOr<nlohmann::json> GetJson(const common::Context& ctx, std::string_view operation, std::string_view path);
+
+  std::unique_ptr<HttpTransport> transport_;
+  std::mutex mu_;
+  std::string api_version_;  // guarded by mu_; empty until negotiated
+};
+
+}  // namespace dockerclient

@@ -1,0 +1,512 @@
+#include "shim/checkpoint_store.h"
+
+// On-disk format (one file per sandbox, named by the sandbox ID):
+//   {"version":"dockershim/v1","data":{...},"checksum":"crc32:<8 lowercase hex>"}
+// The checksum is zlib's crc32 over data.dump(): nlohmann's compact dump with
+// object keys sorted, so it is the same whichever program re-serializes the data.
+//
+// cri-dockerd checkpoints ({"version":"v1","name":..,"namespace":..,
+// "data":{"port_mappings":[..],"host_network":bool},"checksum":<uint>}) may live in
+// the same directory when a node switches from cri-dockerd (both use
+// <root>/sandbox/<id>). Their checksum is FNV-32a over a go-spew dump of Go
+// structures, which cannot be reproduced reliably here, so it is not verified;
+// the JSON shape is. Such a file is imported read-only: its port mappings and
+// host_network are used, network_plugin is "cni" and network_name is empty (tear
+// down with the current CNI config). The file is left untouched, so switching back
+// to cri-dockerd keeps working, until this store writes or removes that sandbox.
+#include <dirent.h>
+#include <fcntl.h>
+#include <sys/stat.h>
+#include <unistd.h>
+#include <zlib.h>
+
+#include <algorithm>
+#include <cerrno>
+#include <climits>
+#include <cstdint>
+#include <cstdio>
+#include <cstring>
+#include <utility>
+
+#include <nlohmann/json.hpp>
+
+#include "absl/strings/str_cat.h"
+#include "absl/strings/str_format.h"
+#include "common/log.h"
+#include "common/status.h"
+
+namespace shim {
+namespace {
+
+using json = nlohmann::json;
+
+constexpr char kVersion[] = "dockershim/v1";
+constexpr char kCriDockerdVersion[] = "v1";
+constexpr char kChecksumPrefix[] = "crc32:";
+constexpr char kTmpSuffix[] = ".tmp";
+constexpr char kCorruptSuffix[] = ".corrupt";
+constexpr char kSandboxDir[] = "sandbox";
+// Keeps "<id>.corrupt" within NAME_MAX; Docker IDs are 64 characters.
+constexpr size_t kMaxIdLength = 200;
+// A checkpoint is a few hundred bytes; anything this large is not one of ours.
+constexpr off_t kMaxFileSize = 1 << 20;
+
+bool EndsWith(const std::string& s, absl::string_view suffix) {
+  return s.size() >= suffix.size() && absl::string_view(s).substr(s.size() - suffix.size()) == suffix;
+}
+
+absl::Status ValidateId(const std::string& id) {
+  if (id.empty()) return absl::InvalidArgumentError("checkpoint: empty sandbox ID");
+  if (id.size() > kMaxIdLength) {
+    return absl::InvalidArgumentError(absl::StrCat("checkpoint: sandbox ID longer than ", kMaxIdLength, " characters"));
+  }
+  if (id.front() == '.' || id.find('/') != std::string::npos || id.find('\0') != std::string::npos ||
+      EndsWith(id, kTmpSuffix) || EndsWith(id, kCorruptSuffix)) {
+    return absl::InvalidArgumentError(absl::StrCat("checkpoint: invalid sandbox ID \"", id, "\""));
+  }
+  return absl::OkStatus();
+}
+
+absl::Status ErrnoStatus(int err, absl::string_view what, const std::string& path) {
+  std::string message = absl::StrCat(what, " ", path, ": ", std::strerror(err));
+  if (err == ENOENT) return absl::NotFoundError(message);
+  if (err == EACCES || err == EPERM) return absl::PermissionDeniedError(message);
+  return absl::InternalError(message);
+}
+
+// Canonical text of `data` (sorted keys, compact). Invalid UTF-8 is replaced
+// rather than throwing; CRI strings are UTF-8 anyway.
+std::string Canonical(const json& data) { return data.dump(-1, ' ', false, json::error_handler_t::replace); }
+
+std::string Checksum(const json& data) {
+  std::string text = Canonical(data);
+  uLong crc = crc32(0L, Z_NULL, 0);
+  crc = crc32(crc, reinterpret_cast<const Bytef*>(text.data()), static_cast<uInt>(text.size()));
+  return absl::StrFormat("%s%08x", kChecksumPrefix, static_cast<uint32_t>(crc));
+}
+
+json ToJson(const SandboxCheckpoint& c) {
+  json data = json::object();
+  data["sandbox_id"] = c.sandbox_id;
+  data["name"] = c.name;
+  data["namespace"] = c.namespace_;
+  data["uid"] = c.uid;
+  data["host_network"] = c.host_network;
+  json ports = json::array();
+  for (const auto& pm : c.port_mappings) {
+    ports.push_back({{"protocol", pm.protocol},
+                     {"container_port", pm.container_port},
+                     {"host_port", pm.host_port},
+                     {"host_ip", pm.host_ip}});
+  }
+  data["port_mappings"] = std::move(ports);
+  if (c.bandwidth.has_value()) {
+    data["bandwidth"] = {{"ingress_bits_per_second", c.bandwidth->ingress_bits_per_second},
+                         {"egress_bits_per_second", c.bandwidth->egress_bits_per_second}};
+  }
+  data["network_plugin"] = c.network_plugin;
+  data["network_name"] = c.network_name;
+  data["netns_path"] = c.netns_path;
+  data["ip"] = c.ip;
+  data["additional_ips"] = c.additional_ips;
+  data["network_torn_down"] = c.network_torn_down;
+  return data;
+}
+
+// Field readers: a missing key keeps the default (fields added later in v1 stay
+// readable by older code and vice versa); a key of the wrong type is an error.
+absl::Status GetString(const json& obj, const char* key, std::string* out) {
+  auto it = obj.find(key);
+  if (it == obj.end() || it->is_null()) return absl::OkStatus();
+  if (!it->is_string()) return absl::InvalidArgumentError(absl::StrCat("field \"", key, "\" is not a string"));
+  *out = it->get<std::string>();
+  return absl::OkStatus();
+}
+
+absl::Status GetBool(const json& obj, const char* key, bool* out) {
+  auto it = obj.find(key);
+  if (it == obj.end() || it->is_null()) return absl::OkStatus();
+  if (!it->is_boolean()) return absl::InvalidArgumentError(absl::StrCat("field \"", key, "\" is not a boolean"));
+  *out = it->get<bool>();
+  return absl::OkStatus();
+}
+
+template <typename Int>
+absl::Status GetInt(const json& obj, const char* key, Int min, Int max, Int* out) {
+  auto it = obj.find(key);
+  if (it == obj.end() || it->is_null()) return absl::OkStatus();
+  if (!it->is_number_integer()) return absl::InvalidArgumentError(absl::StrCat("field \"", key, "\" is not an integer"));
+  bool in_range;
+  if (it->is_number_unsigned()) {
+    uint64_t v = it->get<uint64_t>();
+    in_range = v <= static_cast<uint64_t>(max);
+  } else {
+    int64_t v = it->get<int64_t>();
+    in_range = v >= static_cast<int64_t>(min) && v <= static_cast<int64_t>(max);
+  }
+  if (!in_range) return absl::InvalidArgumentError(absl::StrCat("field \"", key, "\" is out of range"));
+  *out = it->get<Int>();
+  return absl::OkStatus();
+}
+
+absl::Status GetPortMappings(const json& obj, std::vector<network::PortMapping>* out) {
+  auto it = obj.find("port_mappings");
+  if (it == obj.end() || it->is_null()) return absl::OkStatus();
+  if (!it->is_array()) return absl::InvalidArgumentError("field \"port_mappings\" is not an array");
+  for (const json& item : *it) {
+    if (!item.is_object()) return absl::InvalidArgumentError("a port mapping is not an object");
+    network::PortMapping pm;
+    RETURN_IF_ERROR(GetString(item, "protocol", &pm.protocol));
+    if (pm.protocol.empty()) pm.protocol = "tcp";
+    // Only the C++ type's range is enforced: whatever Write stored must read back.
+    RETURN_IF_ERROR(GetInt<int>(item, "container_port", INT_MIN, INT_MAX, &pm.container_port));
+    RETURN_IF_ERROR(GetInt<int>(item, "host_port", INT_MIN, INT_MAX, &pm.host_port));
+    RETURN_IF_ERROR(GetString(item, "host_ip", &pm.host_ip));
+    out->push_back(std::move(pm));
+  }
+  return absl::OkStatus();
+}
+
+absl::StatusOr<SandboxCheckpoint> FromJson(const json& data) {
+  SandboxCheckpoint c;
+  RETURN_IF_ERROR(GetString(data, "sandbox_id", &c.sandbox_id));
+  RETURN_IF_ERROR(GetString(data, "name", &c.name));
+  RETURN_IF_ERROR(GetString(data, "namespace", &c.namespace_));
+  RETURN_IF_ERROR(GetString(data, "uid", &c.uid));
+  RETURN_IF_ERROR(GetBool(data, "host_network", &c.host_network));
+  RETURN_IF_ERROR(GetPortMappings(data, &c.port_mappings));
+  if (auto it = data.find("bandwidth"); it != data.end() && !it->is_null()) {
+    if (!it->is_object()) return absl::InvalidArgumentError("field \"bandwidth\" is not an object");
+    network::Bandwidth bw;
+    RETURN_IF_ERROR(GetInt<int64_t>(*it, "ingress_bits_per_second", INT64_MIN, INT64_MAX, &bw.ingress_bits_per_second));
+    RETURN_IF_ERROR(GetInt<int64_t>(*it, "egress_bits_per_second", INT64_MIN, INT64_MAX, &bw.egress_bits_per_second));
+    c.bandwidth = bw;
+  }
+  RETURN_IF_ERROR(GetString(data, "network_plugin", &c.network_plugin));
+  RETURN_IF_ERROR(GetString(data, "network_name", &c.network_name));
+  RETURN_IF_ERROR(GetString(data, "netns_path", &c.netns_path));
+  RETURN_IF_ERROR(GetString(data, "ip", &c.ip));
+  if (auto it = data.find("additional_ips"); it != data.end() && !it->is_null()) {
+    if (!it->is_array()) return absl::InvalidArgumentError("field \"additional_ips\" is not an array");
+    for (const json& ip : *it) {
+      if (!ip.is_string()) return absl::InvalidArgumentError("an entry of \"additional_ips\" is not a string");
+      c.additional_ips.push_back(ip.get<std::string>());
+    }
+  }
+  RETURN_IF_ERROR(GetBool(data, "network_torn_down", &c.network_torn_down));
+  return c;
+}
+
+absl::StatusOr<json> ParseJson(const std::string& text) {
+  json doc = json::parse(text, nullptr, /*allow_exceptions=*/false);
+  if (doc.is_discarded()) return absl::InvalidArgumentError("checkpoint is not valid JSON (truncated or garbled)");
+  if (!doc.is_object()) return absl::InvalidArgumentError("checkpoint is not a JSON object");
+  return doc;
+}
+
+// cri-dockerd's PodSandboxCheckpoint: version "v1" and a numeric checksum.
+bool LooksLikeCriDockerd(const json& doc) {
+  auto version = doc.find("version");
+  auto checksum = doc.find("checksum");
+  return version != doc.end() && version->is_string() && version->get<std::string>() == kCriDockerdVersion &&
+         checksum != doc.end() && checksum->is_number_integer();
+}
+
+absl::StatusOr<SandboxCheckpoint> ImportCriDockerd(const json& doc, const std::string& sandbox_id) {
+  SandboxCheckpoint c;
+  c.sandbox_id = sandbox_id;
+  auto status = [](const absl::Status& s) {
+    return absl::InvalidArgumentError(absl::StrCat("cri-dockerd checkpoint: ", s.message()));
+  };
+  if (auto s = GetString(doc, "name", &c.name); !s.ok()) return status(s);
+  if (auto s = GetString(doc, "namespace", &c.namespace_); !s.ok()) return status(s);
+  if (auto it = doc.find("data"); it != doc.end() && !it->is_null()) {
+    if (!it->is_object()) return absl::InvalidArgumentError("cri-dockerd checkpoint: field \"data\" is not an object");
+    if (auto s = GetBool(*it, "host_network", &c.host_network); !s.ok()) return status(s);
+    if (auto s = GetPortMappings(*it, &c.port_mappings); !s.ok()) return status(s);
+  }
+  c.network_plugin = "cni";
+  c.network_name.clear();  // tear down with whatever CNI config is current
+  return c;
+}
+
+struct Decoded {
+  SandboxCheckpoint checkpoint;
+  bool from_cri_dockerd = false;
+};
+
+// Decodes a file's text for `sandbox_id`: our format (the recorded ID must match
+// the file name) or cri-dockerd's.
+absl::StatusOr<Decoded> DecodeFile(const std::string& text, const std::string& sandbox_id) {
+  ASSIGN_OR_RETURN(json doc, ParseJson(text));
+  if (LooksLikeCriDockerd(doc)) {
+    ASSIGN_OR_RETURN(SandboxCheckpoint c, ImportCriDockerd(doc, sandbox_id));
+    return Decoded{std::move(c), true};
+  }
+  ASSIGN_OR_RETURN(SandboxCheckpoint c, DecodeCheckpoint(text));
+  if (c.sandbox_id != sandbox_id) {
+    return absl::InvalidArgumentError(
+        absl::StrCat("checkpoint records sandbox_id \"", c.sandbox_id, "\" but is stored as \"", sandbox_id, "\""));
+  }
+  return Decoded{std::move(c), false};
+}
+
+// Writes `content` to `path` from scratch with mode 0600.
+absl::Status WriteWholeFile(const std::string& path, const std::string& content) {
+  int fd = ::open(path.c_str(), O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC | O_NOFOLLOW, 0600);
+  if (fd < 0) return ErrnoStatus(errno, "create", path);
+  absl::Status status;
+  // The file may have survived a crash with other permissions; open() keeps them.
+  if (::fchmod(fd, 0600) != 0) status = ErrnoStatus(errno, "chmod", path);
+  size_t done = 0;
+  while (status.ok() && done < content.size()) {
+    ssize_t n = ::write(fd, content.data() + done, content.size() - done);
+    if (n < 0) {
+      if (errno == EINTR) continue;
+      status = ErrnoStatus(errno, "write", path);
+      break;
+    }
+    done += static_cast<size_t>(n);
+  }
+  if (status.ok() && ::fsync(fd) != 0) status = ErrnoStatus(errno, "fsync", path);
+  if (::close(fd) != 0 && status.ok()) status = ErrnoStatus(errno, "close", path);
+  return status;
+}
+
+absl::Status SyncDirectory(const std::string& dir) {
+  int fd = ::open(dir.c_str(), O_RDONLY | O_DIRECTORY | O_CLOEXEC);
+  if (fd < 0) return ErrnoStatus(errno, "open directory", dir);
+  absl::Status status;
+  if (::fsync(fd) != 0) status = ErrnoStatus(errno, "fsync directory", dir);
+  ::close(fd);
+  return status;
+}
+
+// Reads a regular file (not following symlinks). NOT_FOUND when absent;
+// FAILED_PRECONDITION when the entry cannot be a checkpoint (symlink, not a
+// regular file, too large); other codes for I/O errors.
+absl::StatusOr<std::string> ReadWholeFile(const std::string& path) {
+  int fd = ::open(path.c_str(), O_RDONLY | O_CLOEXEC | O_NOFOLLOW | O_NONBLOCK);
+  if (fd < 0) {
+    if (errno == ELOOP) return absl::FailedPreconditionError(absl::StrCat(path, " is a symbolic link"));
+    return ErrnoStatus(errno, "open", path);
+  }
+  struct stat st;
+  if (::fstat(fd, &st) != 0) {
+    int err = errno;
+    ::close(fd);
+    return ErrnoStatus(err, "stat", path);
+  }
+  if (!S_ISREG(st.st_mode)) {
+    ::close(fd);
+    return absl::FailedPreconditionError(absl::StrCat(path, " is not a regular file"));
+  }
+  if (st.st_size > kMaxFileSize) {
+    ::close(fd);
+    return absl::FailedPreconditionError(
+        absl::StrCat(path, " is too large for a checkpoint (", st.st_size, " bytes)"));
+  }
+  std::string content;
+  char buf[8192];
+  for (;;) {
+    ssize_t n = ::read(fd, buf, sizeof buf);
+    if (n < 0) {
+      if (errno == EINTR) continue;
+      int err = errno;
+      ::close(fd);
+      return ErrnoStatus(err, "read", path);
+    }
+    if (n == 0) break;
+    content.append(buf, static_cast<size_t>(n));
+    if (content.size() > static_cast<size_t>(kMaxFileSize)) {
+      ::close(fd);
+      return absl::FailedPreconditionError(absl::StrCat(path, " is too large for a checkpoint"));
+    }
+  }
+  ::close(fd);
+  return content;
+}
+
+absl::Status MakeDirectory(const std::string& path) {
+  if (::mkdir(path.c_str(), 0700) == 0) return absl::OkStatus();
+  int err = errno;
+  if (err == EEXIST) {
+    struct stat st;
+    if (::stat(path.c_str(), &st) == 0 && S_ISDIR(st.st_mode)) return absl::OkStatus();
+    return absl::FailedPreconditionError(absl::StrCat(path, " exists and is not a directory"));
+  }
+  if (err == ENOENT) {
+    // Create missing parents (mkdir -p), then retry.
+    auto slash = path.find_last_of('/');
+    if (slash == std::string::npos || slash == 0) return ErrnoStatus(err, "mkdir", path);
+    RETURN_IF_ERROR(MakeDirectory(path.substr(0, slash)));
+    if (::mkdir(path.c_str(), 0700) == 0 || errno == EEXIST) return absl::OkStatus();
+    err = errno;
+  }
+  return ErrnoStatus(err, "mkdir", path);
+}
+
+}  // namespace
+
+std::string EncodeCheckpoint(const SandboxCheckpoint& checkpoint) {
+  json data = ToJson(checkpoint);
+  json doc = json::object();
+  doc["version"] = kVersion;
+  doc["checksum"] = Checksum(data);
+  doc["data"] = std::move(data);
+  return Canonical(doc) + "\n";
+}
+
+absl::StatusOr<SandboxCheckpoint> DecodeCheckpoint(const std::string& text) {
+  ASSIGN_OR_RETURN(json doc, ParseJson(text));
+  auto version = doc.find("version");
+  if (version == doc.end() || !version->is_string()) {
+    return absl::InvalidArgumentError("checkpoint has no \"version\" string");
+  }
+  if (version->get<std::string>() != kVersion) {
+    std::string hint = LooksLikeCriDockerd(doc) ? " (a cri-dockerd checkpoint)" : "";
+    return absl::InvalidArgumentError(absl::StrCat("unsupported checkpoint version \"", version->get<std::string>(),
+                                                   "\"", hint, ", want \"", kVersion, "\""));
+  }
+  auto data = doc.find("data");
+  if (data == doc.end() || !data->is_object()) return absl::InvalidArgumentError("checkpoint has no \"data\" object");
+  auto checksum = doc.find("checksum");
+  if (checksum == doc.end() || !checksum->is_string()) {
+    return absl::InvalidArgumentError("checkpoint has no \"checksum\" string");
+  }
+  std::string want = Checksum(*data);
+  if (checksum->get<std::string>() != want) {
+    return absl::DataLossError(
+        absl::StrCat("checkpoint checksum mismatch: file says ", checksum->get<std::string>(), ", data hashes to ", want));
+  }
+  auto decoded = FromJson(*data);
+  if (!decoded.ok()) return absl::InvalidArgumentError(absl::StrCat("checkpoint data: ", decoded.status().message()));
+  if (decoded->sandbox_id.empty()) return absl::InvalidArgumentError("checkpoint data has no sandbox_id");
+  return decoded;
+}
+
+CheckpointStore::CheckpointStore(std::string root_directory)
+    : dir_(absl::StrCat(root_directory, root_directory.empty() || root_directory.back() == '/' ? "" : "/",
+                        kSandboxDir)) {}
+
+std::string CheckpointStore::PathOf(const std::string& sandbox_id) const { return absl::StrCat(dir_, "/", sandbox_id); }
+
+absl::Status CheckpointStore::Init() {
+  std::lock_guard<std::mutex> lock(mu_);
+  RETURN_IF_ERROR(MakeDirectory(dir_));
+  // Temp files of writes interrupted by a crash; the rename never happened, so
+  // the previous checkpoint (if any) is intact.
+  if (DIR* d = ::opendir(dir_.c_str())) {
+    while (struct dirent* entry = ::readdir(d)) {
+      std::string name = entry->d_name;
+      if (name.size() > std::strlen(kTmpSuffix) && EndsWith(name, kTmpSuffix) && name.front() != '.') {
+        std::string path = PathOf(name);
+        if (::unlink(path.c_str()) == 0) LOG_INFO << "checkpoint: removed stale temp file " << path;
+      }
+    }
+    ::closedir(d);
+  }
+  return absl::OkStatus();
+}
+
+absl::Status CheckpointStore::Write(const SandboxCheckpoint& checkpoint) {
+  RETURN_IF_ERROR(ValidateId(checkpoint.sandbox_id));
+  std::string text = EncodeCheckpoint(checkpoint);
+  std::string path = PathOf(checkpoint.sandbox_id);
+  std::string tmp = absl::StrCat(path, kTmpSuffix);
+  std::lock_guard<std::mutex> lock(mu_);
+  absl::Status status = WriteWholeFile(tmp, text);
+  if (status.ok() && ::rename(tmp.c_str(), path.c_str()) != 0) status = ErrnoStatus(errno, "rename", tmp);
+  if (!status.ok()) {
+    ::unlink(tmp.c_str());
+    return absl::Status(status.code(), absl::StrCat("write checkpoint: ", status.message()));
+  }
+  cache_[checkpoint.sandbox_id] = checkpoint;
+  // The rename is durable only once the directory entry is.
+  if (absl::Status s = SyncDirectory(dir_); !s.ok()) {
+    return absl::Status(s.code(), absl::StrCat("write checkpoint: ", s.message()));
+  }
+  return absl::OkStatus();
+}
+
+absl::StatusOr<SandboxCheckpoint> CheckpointStore::Read(const std::string& sandbox_id) {
+  RETURN_IF_ERROR(ValidateId(sandbox_id));
+  std::lock_guard<std::mutex> lock(mu_);
+  if (auto it = cache_.find(sandbox_id); it != cache_.end()) return it->second;
+  std::string path = PathOf(sandbox_id);
+  absl::StatusOr<std::string> text = ReadWholeFile(path);
+  if (!text.ok()) {
+    if (absl::IsNotFound(text.status())) {
+      return absl::NotFoundError(absl::StrCat("no checkpoint for sandbox ", sandbox_id));
+    }
+    // Not a file we can use (symlink, directory, huge): set it aside like a
+    // corrupt one. I/O errors are reported and the file left alone.
+    if (!absl::IsFailedPrecondition(text.status())) return text.status();
+  }
+  absl::StatusOr<Decoded> decoded =
+      text.ok() ? DecodeFile(*text, sandbox_id) : absl::StatusOr<Decoded>(text.status());
+  if (!decoded.ok()) {
+    std::string aside = absl::StrCat(path, kCorruptSuffix);
+    if (::rename(path.c_str(), aside.c_str()) == 0) {
+      LOG_WARN << "checkpoint for sandbox " << sandbox_id << " is unusable (" << decoded.status().message()
+               << "); moved it to " << aside;
+    } else {
+      LOG_ERROR << "checkpoint for sandbox " << sandbox_id << " is unusable (" << decoded.status().message()
+                << ") and could not be moved to " << aside << ": " << std::strerror(errno);
+    }
+    return absl::NotFoundError(
+        absl::StrCat("no usable checkpoint for sandbox ", sandbox_id, ": ", decoded.status().message()));
+  }
+  if (decoded->from_cri_dockerd) {
+    LOG_INFO << "checkpoint for sandbox " << sandbox_id << " (" << decoded->checkpoint.namespace_ << "/"
+             << decoded->checkpoint.name << ") imported from cri-dockerd: host_network="
+             << (decoded->checkpoint.host_network ? "true" : "false")
+             << ", port_mappings=" << decoded->checkpoint.port_mappings.size()
+             << "; its network will be torn down with the current CNI config";
+  }
+  cache_[sandbox_id] = decoded->checkpoint;
+  return std::move(decoded->checkpoint);
+}
+
+absl::Status CheckpointStore::Remove(const std::string& sandbox_id) {
+  RETURN_IF_ERROR(ValidateId(sandbox_id));
+  std::string path = PathOf(sandbox_id);
+  std::lock_guard<std::mutex> lock(mu_);
+  cache_.erase(sandbox_id);
+  if (::unlink(path.c_str()) != 0) {
+    if (errno == ENOENT) return absl::OkStatus();
+    return ErrnoStatus(errno, "remove checkpoint", path);
+  }
+  if (absl::Status s = SyncDirectory(dir_); !s.ok()) LOG_WARN << "checkpoint: " << s.message();
+  return absl::OkStatus();
+}
+
+std::vector<std::string> CheckpointStore::List() {
+  std::vector<std::string> candidates;
+  {
+    std::lock_guard<std::mutex> lock(mu_);
+    DIR* d = ::opendir(dir_.c_str());
+    if (d == nullptr) {
+      if (errno != ENOENT) LOG_WARN << "checkpoint: cannot list " << dir_ << ": " << std::strerror(errno);
+      return {};
+    }
+    while (struct dirent* entry = ::readdir(d)) {
+      std::string name = entry->d_name;
+      // Skips ".", "..", cri-dockerd's ".<random>" temp files, ours (*.tmp) and
+      // files set aside (*.corrupt).
+      if (!ValidateId(name).ok()) continue;
+      if (entry->d_type != DT_REG && entry->d_type != DT_UNKNOWN && entry->d_type != DT_LNK) continue;
+      candidates.push_back(std::move(name));
+    }
+    ::closedir(d);
+  }
+  // Only IDs that decode: a corrupt file is set aside here, on first sight.
+  std::vector<std::string> ids;
+  for (auto& id : candidates) {
+    if (Read(id).ok()) ids.push_back(std::move(id));
+  }
+  std::sort(ids.begin(), ids.end());
+  return ids;
+}
+
+}  // namespace shim

@@ -1,0 +1,62 @@
+#pragma once
+// Per-sandbox state that Docker cannot hold, kept under <root>/sandbox/<id> so a
+// restarted shim can still report pod IPs and tear down networks. Files are
+// written atomically (temp + fsync + rename + fsync dir) and carry a checksum; a
+// corrupt or foreign file is logged and moved aside (<id>.corrupt), never fatal.
+#include <map>
+#include <mutex>
+#include <optional>
+#include <string>
+#include <vector>
+
+#include "absl/status/status.h"
+#include "absl/status/statusor.h"
+#include "shim/network/network_plugin.h"
+
+namespace shim {
+
+struct SandboxCheckpoint {
+  std::string sandbox_id;
+  std::string name, namespace_, uid;  // pod metadata, for humans reading the file
+  bool host_network = false;
+  std::vector<network::PortMapping> port_mappings;
+  std::optional<network::Bandwidth> bandwidth;
+  std::string network_plugin;  // "cni" / "docker" at creation
+  std::string network_name;    // CNI network (conflist name) the pod was attached to; empty if not attached
+  std::string netns_path;
+  std::string ip;
+  std::vector<std::string> additional_ips;
+  bool network_torn_down = false;
+
+  bool operator==(const SandboxCheckpoint&) const = default;
+};
+
+class CheckpointStore {
+ public:
+  explicit CheckpointStore(std::string root_directory);
+
+  // Creates <root>/sandbox if needed.
+  absl::Status Init();
+  absl::Status Write(const SandboxCheckpoint& checkpoint);
+  // NOT_FOUND when absent or set aside as corrupt. Served from memory after the first read.
+  absl::StatusOr<SandboxCheckpoint> Read(const std::string& sandbox_id);
+  // Idempotent.
+  absl::Status Remove(const std::string& sandbox_id);
+  // IDs of every readable checkpoint on disk.
+  std::vector<std::string> List();
+
+  std::string Directory() const { return dir_; }
+
+ private:
+  std::string PathOf(const std::string& sandbox_id) const;
+
+  std::string dir_;
+  std::mutex mu_;
+  std::map<std::string, SandboxCheckpoint> cache_;
+};
+
+// Serialization, exposed for tests: JSON {"version":"dockershim/v1","data":{...},"checksum":"crc32:<hex>"}.
+std::string EncodeCheckpoint(const SandboxCheckpoint& checkpoint);
+absl::StatusOr<SandboxCheckpoint> DecodeCheckpoint(const std::string& text);
+
+}  // namespace shim

@@ -1,0 +1,113 @@
+#pragma once
+// CriService holds the logic of every implemented CRI call. Each method takes the
+// request proto and returns the response or an absl::Status; the gRPC adapter
+// (grpc_services.cc) converts statuses in one place. Methods live in one file per
+// RPC family: runtime_info.cc, images.cc, image_pull.cc, image_fs_info.cc,
+// sandbox_run.cc, sandbox_stop_remove.cc, sandbox_status.cc.
+#include <memory>
+#include <mutex>
+#include <optional>
+#include <string>
+
+#include "absl/status/statusor.h"
+#include "common/context.h"
+#include "dockerclient/docker_client.h"
+#include "api/cri.h"
+#include "shim/checkpoint_store.h"
+#include "shim/network/network_plugin.h"
+#include "shim/oom_score.h"
+
+namespace shim {
+
+namespace v1 = ::runtime::v1;
+
+struct Options {
+  std::string docker_endpoint = "unix:///var/run/docker.sock";
+  std::string pod_infra_image = "registry.k8s.io/pause:3.10";
+  std::string root_directory = "/var/lib/dockershim";
+  std::string network_plugin = "cni";
+  absl::Duration image_pull_progress_deadline = absl::Minutes(1);
+  // Base directory for seccomp "localhost/" profiles given as relative paths.
+  std::string seccomp_profile_root = "/var/lib/kubelet/seccomp";
+  // The lowest oom_score_adj the host permits; probed when unset.
+  std::optional<int> oom_score_adj_floor;
+};
+
+class CriService {
+ public:
+  // `docker` and `network` must outlive the service.
+  CriService(Options options, dockerclient::DockerClient& docker, network::NetworkPlugin& network);
+  ~CriService();
+  // Prepares the state directory; call once before serving.
+  absl::Status Init();
+
+  const Options& options() const { return options_; }
+
+  // runtime_info.cc
+  absl::StatusOr<v1::VersionResponse> Version(const common::Context& ctx, const v1::VersionRequest& req);
+  absl::StatusOr<v1::StatusResponse> Status(const common::Context& ctx, const v1::StatusRequest& req);
+  absl::StatusOr<v1::RuntimeConfigResponse> RuntimeConfig(const common::Context& ctx,
+                                                          const v1::RuntimeConfigRequest& req);
+  absl::StatusOr<v1::UpdateRuntimeConfigResponse> UpdateRuntimeConfig(const common::Context& ctx,
+                                                                      const v1::UpdateRuntimeConfigRequest& req);
+
+  // images.cc
+  absl::StatusOr<v1::ListImagesResponse> ListImages(const common::Context& ctx, const v1::ListImagesRequest& req);
+  absl::StatusOr<v1::ImageStatusResponse> ImageStatus(const common::Context& ctx, const v1::ImageStatusRequest& req);
+  absl::StatusOr<v1::RemoveImageResponse> RemoveImage(const common::Context& ctx, const v1::RemoveImageRequest& req);
+  // image_pull.cc
+  absl::StatusOr<v1::PullImageResponse> PullImage(const common::Context& ctx, const v1::PullImageRequest& req);
+  // image_fs_info.cc
+  absl::StatusOr<v1::ImageFsInfoResponse> ImageFsInfo(const common::Context& ctx, const v1::ImageFsInfoRequest& req);
+
+  // sandbox_run.cc
+  absl::StatusOr<v1::RunPodSandboxResponse> RunPodSandbox(const common::Context& ctx,
+                                                          const v1::RunPodSandboxRequest& req);
+  // sandbox_stop_remove.cc
+  absl::StatusOr<v1::StopPodSandboxResponse> StopPodSandbox(const common::Context& ctx,
+                                                            const v1::StopPodSandboxRequest& req);
+  absl::StatusOr<v1::RemovePodSandboxResponse> RemovePodSandbox(const common::Context& ctx,
+                                                                const v1::RemovePodSandboxRequest& req);
+  // sandbox_status.cc
+  absl::StatusOr<v1::PodSandboxStatusResponse> PodSandboxStatus(const common::Context& ctx,
+                                                                const v1::PodSandboxStatusRequest& req);
+  absl::StatusOr<v1::ListPodSandboxResponse> ListPodSandbox(const common::Context& ctx,
+                                                            const v1::ListPodSandboxRequest& req);
+
+ private:
+  // Docker's /info changes rarely; cached briefly so Status/RuntimeConfig stay cheap.
+  absl::StatusOr<dockerclient::SystemInfo> CachedInfo(const common::Context& ctx);
+  bool IsPinned(const std::vector<std::string>& repo_tags) const;
+
+  // Sandbox helpers (sandbox_run.cc / sandbox_stop_remove.cc).
+  absl::StatusOr<std::string> DockerRuntimeFor(const common::Context& ctx, const std::string& handler);
+  absl::Status EnsurePauseImage(const common::Context& ctx);
+  // Inspects `id` (ID or unique prefix); NOT_FOUND unless it is a pod infra container.
+  absl::StatusOr<dockerclient::ContainerInspect> InspectSandbox(const common::Context& ctx, const std::string& id);
+  // Stops the pod's containers, detaches its network, stops the infra container.
+  absl::Status StopSandbox(const common::Context& ctx, const dockerclient::ContainerInspect& sandbox);
+  // Detaches the network recorded in the checkpoint (once); `netns` may be empty.
+  absl::Status TearDownNetwork(const common::Context& ctx, const std::string& sandbox_id, const std::string& netns,
+                               const dockerclient::Labels& labels);
+  // Undoes a RunPodSandbox that failed after creating `id`.
+  void RollBackSandbox(const std::string& id, bool network_attached, const network::PodNetworkRequest& net_req,
+                       const std::string& network_name);
+
+  Options options_;
+  dockerclient::DockerClient& docker_;
+  network::NetworkPlugin& network_;
+  CheckpointStore checkpoints_;
+  OomScoreClamp oom_;
+
+  mutable std::mutex mu_;
+  std::optional<dockerclient::SystemInfo> info_;
+  absl::Time info_time_;
+  struct FsUsage {
+    absl::Time measured_at = absl::InfinitePast();
+    std::string mountpoint;
+    uint64_t bytes = 0, inodes = 0;
+  };
+  FsUsage fs_usage_;  // guarded by mu_
+};
+
+}  // namespace shim

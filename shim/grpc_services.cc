@@ -1,0 +1,250 @@
+#include "shim/grpc_services.h"
+
+#include <chrono>
+
+#include "common/log.h"
+
+namespace shim {
+
+namespace {
+
+common::Context Bounded(grpc::ServerContext* ctx, const GrpcOptions& options) {
+  common::Context c;
+  c.deadline = std::min(absl::FromChrono(ctx->deadline()), absl::Now() + options.runtime_request_timeout);
+  c.is_cancelled = [ctx] { return ctx->IsCancelled(); };
+  return c;
+}
+
+// Only the caller's own deadline and cancellation apply (image pulls take long).
+common::Context Unbounded(grpc::ServerContext* ctx, const GrpcOptions&) {
+  common::Context c;
+  c.deadline = absl::FromChrono(ctx->deadline());
+  c.is_cancelled = [ctx] { return ctx->IsCancelled(); };
+  return c;
+}
+
+template <typename Req, typename Out, typename Fn>
+grpc::Status Handle(const char* name, const common::Context& c, const Req& req, Out* out, Fn&& fn) {
+  absl::Time start = absl::Now();
+  grpc::Status status;
+  if constexpr (std::is_same_v<decltype(fn(c, req)), absl::Status>) {
+    status = ToGrpcStatus(fn(c, req));
+  } else {
+    auto result = fn(c, req);
+    if (result.ok()) {
+      *out = std::move(*result);
+    } else {
+      status = ToGrpcStatus(result.status());
+    }
+  }
+  if (status.ok()) {
+    LOG_DEBUG << name << " ok in " << absl::Now() - start;
+  } else {
+    LOG_DEBUG << name << " failed in " << absl::Now() - start << ": " << status.error_message();
+  }
+  return status;
+}
+
+// Server-streamed lists go out in batches that stay well below gRPC's 4 MiB message limit.
+template <typename Batch, typename Items, typename Writer, typename Field>
+absl::Status WriteBatches(const Items& items, Writer* writer, Field field) {
+  constexpr int kBatch = 256;
+  for (int i = 0; i < items.size(); i += kBatch) {
+    Batch batch;
+    for (int j = i; j < std::min(items.size(), i + kBatch); ++j) *field(batch)->Add() = items[j];
+    if (!writer->Write(batch)) return absl::CancelledError("the client closed the stream");
+  }
+  return absl::OkStatus();
+}
+
+grpc::Status Unimplemented(const char* name) {
+  return grpc::Status(grpc::StatusCode::UNIMPLEMENTED,
+                      std::string(name) + " is not implemented by dockershim yet");
+}
+
+}  // namespace
+
+grpc::Status ToGrpcStatus(const absl::Status& status) {
+  if (status.ok()) return grpc::Status::OK;
+  return grpc::Status(static_cast<grpc::StatusCode>(status.code()), std::string(status.message()));
+}
+
+grpc::Status RuntimeServiceImpl::Version(grpc::ServerContext* ctx, const v1::VersionRequest* req, v1::VersionResponse* resp) {
+  return Handle("Version", Bounded(ctx, options_), *req, resp, [&](const common::Context& c, const auto& r) { return service_.Version(c, r); });
+}
+
+grpc::Status RuntimeServiceImpl::RunPodSandbox(grpc::ServerContext* ctx, const v1::RunPodSandboxRequest* req, v1::RunPodSandboxResponse* resp) {
+  return Handle("RunPodSandbox", Bounded(ctx, options_), *req, resp, [&](const common::Context& c, const auto& r) { return service_.RunPodSandbox(c, r); });
+}
+
+grpc::Status RuntimeServiceImpl::StopPodSandbox(grpc::ServerContext* ctx, const v1::StopPodSandboxRequest* req, v1::StopPodSandboxResponse* resp) {
+  return Handle("StopPodSandbox", Bounded(ctx, options_), *req, resp, [&](const common::Context& c, const auto& r) { return service_.StopPodSandbox(c, r); });
+}
+
+grpc::Status RuntimeServiceImpl::RemovePodSandbox(grpc::ServerContext* ctx, const v1::RemovePodSandboxRequest* req, v1::RemovePodSandboxResponse* resp) {
+  return Handle("RemovePodSandbox", Bounded(ctx, options_), *req, resp, [&](const common::Context& c, const auto& r) { return service_.RemovePodSandbox(c, r); });
+}
+
+grpc::Status RuntimeServiceImpl::PodSandboxStatus(grpc::ServerContext* ctx, const v1::PodSandboxStatusRequest* req, v1::PodSandboxStatusResponse* resp) {
+  return Handle("PodSandboxStatus", Bounded(ctx, options_), *req, resp, [&](const common::Context& c, const auto& r) { return service_.PodSandboxStatus(c, r); });
+}
+
+grpc::Status RuntimeServiceImpl::ListPodSandbox(grpc::ServerContext* ctx, const v1::ListPodSandboxRequest* req, v1::ListPodSandboxResponse* resp) {
+  return Handle("ListPodSandbox", Bounded(ctx, options_), *req, resp, [&](const common::Context& c, const auto& r) { return service_.ListPodSandbox(c, r); });
+}
+
+grpc::Status RuntimeServiceImpl::StreamPodSandboxes(grpc::ServerContext* ctx, const v1::StreamPodSandboxesRequest* req, grpc::ServerWriter<v1::StreamPodSandboxesResponse>* writer) {
+  return Handle("StreamPodSandboxes", Bounded(ctx, options_), *req, writer, [&](const common::Context& c, const auto& r) {
+    v1::ListPodSandboxRequest list;
+    *list.mutable_filter() = r.filter();
+    auto listed = service_.ListPodSandbox(c, list);
+    if (!listed.ok()) return listed.status();
+    return WriteBatches<v1::StreamPodSandboxesResponse>(listed->items(), writer,
+                                                        [](v1::StreamPodSandboxesResponse& b) { return b.mutable_pod_sandboxes(); });
+  });
+}
+
+grpc::Status RuntimeServiceImpl::CreateContainer(grpc::ServerContext* ctx, const v1::CreateContainerRequest* req, v1::CreateContainerResponse* resp) {
+  return Unimplemented("CreateContainer");
+}
+
+grpc::Status RuntimeServiceImpl::StartContainer(grpc::ServerContext* ctx, const v1::StartContainerRequest* req, v1::StartContainerResponse* resp) {
+  return Unimplemented("StartContainer");
+}
+
+grpc::Status RuntimeServiceImpl::StopContainer(grpc::ServerContext* ctx, const v1::StopContainerRequest* req, v1::StopContainerResponse* resp) {
+  return Unimplemented("StopContainer");
+}
+
+grpc::Status RuntimeServiceImpl::RemoveContainer(grpc::ServerContext* ctx, const v1::RemoveContainerRequest* req, v1::RemoveContainerResponse* resp) {
+  return Unimplemented("RemoveContainer");
+}
+
+grpc::Status RuntimeServiceImpl::ListContainers(grpc::ServerContext* ctx, const v1::ListContainersRequest* req, v1::ListContainersResponse* resp) {
+  return Unimplemented("ListContainers");
+}
+
+grpc::Status RuntimeServiceImpl::StreamContainers(grpc::ServerContext* ctx, const v1::StreamContainersRequest* req, grpc::ServerWriter<v1::StreamContainersResponse>* writer) {
+  return Unimplemented("StreamContainers");
+}
+
+grpc::Status RuntimeServiceImpl::ContainerStatus(grpc::ServerContext* ctx, const v1::ContainerStatusRequest* req, v1::ContainerStatusResponse* resp) {
+  return Unimplemented("ContainerStatus");
+}
+
+grpc::Status RuntimeServiceImpl::UpdateContainerResources(grpc::ServerContext* ctx, const v1::UpdateContainerResourcesRequest* req, v1::UpdateContainerResourcesResponse* resp) {
+  return Unimplemented("UpdateContainerResources");
+}
+
+grpc::Status RuntimeServiceImpl::ReopenContainerLog(grpc::ServerContext* ctx, const v1::ReopenContainerLogRequest* req, v1::ReopenContainerLogResponse* resp) {
+  return Unimplemented("ReopenContainerLog");
+}
+
+grpc::Status RuntimeServiceImpl::ExecSync(grpc::ServerContext* ctx, const v1::ExecSyncRequest* req, v1::ExecSyncResponse* resp) {
+  return Unimplemented("ExecSync");
+}
+
+grpc::Status RuntimeServiceImpl::Exec(grpc::ServerContext* ctx, const v1::ExecRequest* req, v1::ExecResponse* resp) {
+  return Unimplemented("Exec");
+}
+
+grpc::Status RuntimeServiceImpl::Attach(grpc::ServerContext* ctx, const v1::AttachRequest* req, v1::AttachResponse* resp) {
+  return Unimplemented("Attach");
+}
+
+grpc::Status RuntimeServiceImpl::PortForward(grpc::ServerContext* ctx, const v1::PortForwardRequest* req, v1::PortForwardResponse* resp) {
+  return Unimplemented("PortForward");
+}
+
+grpc::Status RuntimeServiceImpl::ContainerStats(grpc::ServerContext* ctx, const v1::ContainerStatsRequest* req, v1::ContainerStatsResponse* resp) {
+  return Unimplemented("ContainerStats");
+}
+
+grpc::Status RuntimeServiceImpl::ListContainerStats(grpc::ServerContext* ctx, const v1::ListContainerStatsRequest* req, v1::ListContainerStatsResponse* resp) {
+  return Unimplemented("ListContainerStats");
+}
+
+grpc::Status RuntimeServiceImpl::StreamContainerStats(grpc::ServerContext* ctx, const v1::StreamContainerStatsRequest* req, grpc::ServerWriter<v1::StreamContainerStatsResponse>* writer) {
+  return Unimplemented("StreamContainerStats");
+}
+
+grpc::Status RuntimeServiceImpl::PodSandboxStats(grpc::ServerContext* ctx, const v1::PodSandboxStatsRequest* req, v1::PodSandboxStatsResponse* resp) {
+  return Unimplemented("PodSandboxStats");
+}
+
+grpc::Status RuntimeServiceImpl::ListPodSandboxStats(grpc::ServerContext* ctx, const v1::ListPodSandboxStatsRequest* req, v1::ListPodSandboxStatsResponse* resp) {
+  return Unimplemented("ListPodSandboxStats");
+}
+
+grpc::Status RuntimeServiceImpl::StreamPodSandboxStats(grpc::ServerContext* ctx, const v1::StreamPodSandboxStatsRequest* req, grpc::ServerWriter<v1::StreamPodSandboxStatsResponse>* writer) {
+  return Unimplemented("StreamPodSandboxStats");
+}
+
+grpc::Status RuntimeServiceImpl::UpdateRuntimeConfig(grpc::ServerContext* ctx, const v1::UpdateRuntimeConfigRequest* req, v1::UpdateRuntimeConfigResponse* resp) {
+  return Handle("UpdateRuntimeConfig", Bounded(ctx, options_), *req, resp, [&](const common::Context& c, const auto& r) { return service_.UpdateRuntimeConfig(c, r); });
+}
+
+grpc::Status RuntimeServiceImpl::Status(grpc::ServerContext* ctx, const v1::StatusRequest* req, v1::StatusResponse* resp) {
+  return Handle("Status", Bounded(ctx, options_), *req, resp, [&](const common::Context& c, const auto& r) { return service_.Status(c, r); });
+}
+
+grpc::Status RuntimeServiceImpl::CheckpointContainer(grpc::ServerContext* ctx, const v1::CheckpointContainerRequest* req, v1::CheckpointContainerResponse* resp) {
+  return Unimplemented("CheckpointContainer");
+}
+
+grpc::Status RuntimeServiceImpl::GetContainerEvents(grpc::ServerContext* ctx, const v1::GetEventsRequest* req, grpc::ServerWriter<v1::ContainerEventResponse>* writer) {
+  return Unimplemented("GetContainerEvents");
+}
+
+grpc::Status RuntimeServiceImpl::ListMetricDescriptors(grpc::ServerContext* ctx, const v1::ListMetricDescriptorsRequest* req, v1::ListMetricDescriptorsResponse* resp) {
+  return Unimplemented("ListMetricDescriptors");
+}
+
+grpc::Status RuntimeServiceImpl::ListPodSandboxMetrics(grpc::ServerContext* ctx, const v1::ListPodSandboxMetricsRequest* req, v1::ListPodSandboxMetricsResponse* resp) {
+  return Unimplemented("ListPodSandboxMetrics");
+}
+
+grpc::Status RuntimeServiceImpl::StreamPodSandboxMetrics(grpc::ServerContext* ctx, const v1::StreamPodSandboxMetricsRequest* req, grpc::ServerWriter<v1::StreamPodSandboxMetricsResponse>* writer) {
+  return Unimplemented("StreamPodSandboxMetrics");
+}
+
+grpc::Status RuntimeServiceImpl::RuntimeConfig(grpc::ServerContext* ctx, const v1::RuntimeConfigRequest* req, v1::RuntimeConfigResponse* resp) {
+  return Handle("RuntimeConfig", Bounded(ctx, options_), *req, resp, [&](const common::Context& c, const auto& r) { return service_.RuntimeConfig(c, r); });
+}
+
+grpc::Status RuntimeServiceImpl::UpdatePodSandboxResources(grpc::ServerContext* ctx, const v1::UpdatePodSandboxResourcesRequest* req, v1::UpdatePodSandboxResourcesResponse* resp) {
+  return Unimplemented("UpdatePodSandboxResources");
+}
+
+grpc::Status ImageServiceImpl::ListImages(grpc::ServerContext* ctx, const v1::ListImagesRequest* req, v1::ListImagesResponse* resp) {
+  return Handle("ListImages", Bounded(ctx, options_), *req, resp, [&](const common::Context& c, const auto& r) { return service_.ListImages(c, r); });
+}
+
+grpc::Status ImageServiceImpl::StreamImages(grpc::ServerContext* ctx, const v1::StreamImagesRequest* req, grpc::ServerWriter<v1::StreamImagesResponse>* writer) {
+  return Handle("StreamImages", Bounded(ctx, options_), *req, writer, [&](const common::Context& c, const auto& r) {
+    v1::ListImagesRequest list;
+    *list.mutable_filter() = r.filter();
+    auto listed = service_.ListImages(c, list);
+    if (!listed.ok()) return listed.status();
+    return WriteBatches<v1::StreamImagesResponse>(listed->images(), writer,
+                                                  [](v1::StreamImagesResponse& b) { return b.mutable_images(); });
+  });
+}
+
+grpc::Status ImageServiceImpl::ImageStatus(grpc::ServerContext* ctx, const v1::ImageStatusRequest* req, v1::ImageStatusResponse* resp) {
+  return Handle("ImageStatus", Bounded(ctx, options_), *req, resp, [&](const common::Context& c, const auto& r) { return service_.ImageStatus(c, r); });
+}
+
+grpc::Status ImageServiceImpl::PullImage(grpc::ServerContext* ctx, const v1::PullImageRequest* req, v1::PullImageResponse* resp) {
+  return Handle("PullImage", Unbounded(ctx, options_), *req, resp, [&](const common::Context& c, const auto& r) { return service_.PullImage(c, r); });
+}
+
+grpc::Status ImageServiceImpl::RemoveImage(grpc::ServerContext* ctx, const v1::RemoveImageRequest* req, v1::RemoveImageResponse* resp) {
+  return Handle("RemoveImage", Bounded(ctx, options_), *req, resp, [&](const common::Context& c, const auto& r) { return service_.RemoveImage(c, r); });
+}
+
+grpc::Status ImageServiceImpl::ImageFsInfo(grpc::ServerContext* ctx, const v1::ImageFsInfoRequest* req, v1::ImageFsInfoResponse* resp) {
+  return Handle("ImageFsInfo", Bounded(ctx, options_), *req, resp, [&](const common::Context& c, const auto& r) { return service_.ImageFsInfo(c, r); });
+}
+
+}  // namespace shim

@@ -1,0 +1,167 @@
+// dockershim: serves CRI v1 on a unix socket and drives Docker Engine.
+#include <sys/stat.h>
+#include <unistd.h>
+
+#include <CLI/CLI.hpp>
+#include <cerrno>
+#include <cstring>
+#include <iostream>
+
+#include "absl/strings/match.h"
+#include "absl/strings/str_split.h"
+#include "common/log.h"
+#include "common/signals.h"
+#include "dockerclient/docker_client_impl.h"
+#include "shim/cri_service.h"
+#include "shim/grpc_services.h"
+#include "shim/network/cni_network.h"
+#include "shim/network/docker_bridge.h"
+
+namespace {
+
+struct Flags {
+  std::string endpoint = "unix:///var/run/dockershim.sock";
+  std::string docker_endpoint = "unix:///var/run/docker.sock";
+  std::string pod_infra_image = "registry.k8s.io/pause:3.10";
+  std::string network_plugin = "cni";
+  std::string cni_bin_dir = "/opt/cni/bin,/usr/lib/cni";
+  std::string cni_conf_dir = "/etc/cni/net.d";
+  std::string cni_cache_dir = "/var/lib/cni/cache";
+  std::string root_directory = "/var/lib/dockershim";
+  std::string streaming_bind_addr = "127.0.0.1:0";
+  std::string pull_progress_deadline = "1m";
+  std::string runtime_request_timeout = "2m";
+  std::string log_level = "info";
+};
+
+[[noreturn]] void Usage(const std::string& message) {
+  std::cerr << "dockershim: " << message << " (see --help)\n";
+  std::exit(2);
+}
+
+absl::Duration ParseDurationFlag(const std::string& name, const std::string& value) {
+  absl::Duration d;
+  if (!absl::ParseDuration(value, &d) || d <= absl::ZeroDuration())
+    Usage("--" + name + ": \"" + value + "\" is not a positive duration such as 30s, 1m or 1m30s");
+  return d;
+}
+
+std::string SocketPath(const std::string& endpoint) {
+  if (absl::StartsWith(endpoint, "unix://")) return endpoint.substr(7);
+  if (absl::StartsWith(endpoint, "/")) return endpoint;
+  Usage("--container-runtime-endpoint: \"" + endpoint + "\" must be unix:///path/to/socket");
+}
+
+}  // namespace
+
+int main(int argc, char** argv) {
+  Flags f;
+  CLI::App app{"dockershim: a Kubernetes CRI runtime on Docker Engine", "dockershim"};
+  app.set_version_flag("--version", std::string("dockershim ") + DOCKERSHIM_VERSION);
+  app.add_option("--container-runtime-endpoint", f.endpoint, "CRI socket to serve")->capture_default_str();
+  app.add_option("--docker-endpoint", f.docker_endpoint, "Docker Engine socket")->capture_default_str();
+  app.add_option("--pod-infra-container-image", f.pod_infra_image, "image of the pod infra (pause) container")
+      ->capture_default_str();
+  app.add_option("--network-plugin", f.network_plugin, "\"cni\", or \"docker\" for Docker's bridge network")
+      ->capture_default_str();
+  app.add_option("--cni-bin-dir", f.cni_bin_dir, "comma-separated directories of CNI plugins")->capture_default_str();
+  app.add_option("--cni-conf-dir", f.cni_conf_dir, "directory of CNI network configs")->capture_default_str();
+  app.add_option("--cni-cache-dir", f.cni_cache_dir, "where CNI results are cached")->capture_default_str();
+  app.add_option("--root-directory,--cri-dockerd-root-directory", f.root_directory, "state directory")
+      ->capture_default_str();
+  app.add_option("--streaming-bind-addr", f.streaming_bind_addr, "address of the exec/attach/port-forward server")
+      ->capture_default_str();
+  app.add_option("--image-pull-progress-deadline", f.pull_progress_deadline,
+                 "cancel a pull that makes no progress for this long")
+      ->capture_default_str();
+  app.add_option("--runtime-request-timeout", f.runtime_request_timeout, "bound for every CRI call but pulls")
+      ->capture_default_str();
+  app.add_option("--log-level", f.log_level, "debug, info, warn or error")->capture_default_str();
+  try {
+    app.parse(argc, argv);
+  } catch (const CLI::Success& e) {
+    return app.exit(e);  // --help, --version
+  } catch (const CLI::ParseError& e) {
+    Usage(e.what());
+  }
+
+  common::LogLevel level;
+  if (!common::ParseLogLevel(f.log_level, &level)) Usage("--log-level: unknown level \"" + f.log_level + "\"");
+  common::SetLogLevel(level);
+  if (f.network_plugin == "kubenet") Usage("--network-plugin: kubenet is not supported; use cni");
+  if (f.network_plugin != "cni" && f.network_plugin != "docker" && !f.network_plugin.empty())
+    Usage("--network-plugin: unknown plugin \"" + f.network_plugin + "\" (use cni or docker)");
+
+  shim::Options options;
+  options.docker_endpoint = f.docker_endpoint;
+  options.pod_infra_image = f.pod_infra_image;
+  options.root_directory = f.root_directory;
+  options.network_plugin = f.network_plugin.empty() ? "docker" : f.network_plugin;
+  options.image_pull_progress_deadline = ParseDurationFlag("image-pull-progress-deadline", f.pull_progress_deadline);
+  shim::GrpcOptions grpc_options;
+  grpc_options.runtime_request_timeout = ParseDurationFlag("runtime-request-timeout", f.runtime_request_timeout);
+  const std::string socket_path = SocketPath(f.endpoint);
+
+  auto docker = dockerclient::DockerClientImpl::Create(f.docker_endpoint);
+  if (!docker.ok()) Usage("--docker-endpoint: " + std::string(docker.status().message()));
+
+  // Signals are taken by WaitForStopSignal below; block them before any thread starts.
+  common::BlockStopSignals();
+
+  if (auto api = (*docker)->Ping(common::Context::WithTimeout(absl::Seconds(10))); api.ok()) {
+    LOG_INFO << "connected to Docker at " << f.docker_endpoint << ", API " << *api;
+  } else {
+    LOG_WARN << api.status().message() << "; RuntimeReady stays false until Docker answers";
+  }
+
+  std::unique_ptr<network::NetworkPlugin> network;
+  if (options.network_plugin == "cni") {
+    network::CniOptions cni;
+    for (absl::string_view dir : absl::StrSplit(f.cni_bin_dir, ',', absl::SkipEmpty()))
+      cni.bin_dirs.emplace_back(dir);
+    cni.conf_dir = f.cni_conf_dir;
+    cni.cache_dir = f.cni_cache_dir;
+    network = std::make_unique<network::CniNetwork>(std::move(cni));
+  } else {
+    network = std::make_unique<network::DockerBridgeNetwork>(**docker);
+  }
+  shim::CriService service(options, **docker, *network);
+  if (absl::Status s = service.Init(); !s.ok()) {
+    LOG_ERROR << "cannot prepare " << options.root_directory << ": " << s.message();
+    return 1;
+  }
+  shim::RuntimeServiceImpl runtime_service(service, grpc_options);
+  shim::ImageServiceImpl image_service(service, grpc_options);
+
+  // A socket file left by a previous run would make bind fail.
+  if (::unlink(socket_path.c_str()) != 0 && errno != ENOENT) {
+    LOG_ERROR << "cannot remove stale socket " << socket_path << ": " << std::strerror(errno);
+    return 1;
+  }
+  grpc::ServerBuilder builder;
+  builder.AddListeningPort("unix://" + socket_path, grpc::InsecureServerCredentials());
+  builder.RegisterService(&runtime_service);
+  builder.RegisterService(&image_service);
+  builder.SetMaxReceiveMessageSize(16 << 20);
+  builder.SetMaxSendMessageSize(16 << 20);
+  grpc::ResourceQuota quota("dockershim");
+  quota.SetMaxThreads(64);
+  builder.SetResourceQuota(quota);
+  std::unique_ptr<grpc::Server> server = builder.BuildAndStart();
+  if (!server) {
+    LOG_ERROR << "cannot listen on " << f.endpoint;
+    return 1;
+  }
+  ::chmod(socket_path.c_str(), 0660);
+  LOG_INFO << "dockershim " << DOCKERSHIM_VERSION << " serving CRI v1 on " << f.endpoint << " (network plugin "
+           << network->Name() << ")";
+
+  const char* sig = common::WaitForStopSignal();
+  LOG_INFO << "received SIG" << sig << ", finishing in-flight calls";
+  // In-flight calls get a bounded grace period; then they are cancelled.
+  server->Shutdown(std::chrono::system_clock::now() + std::chrono::seconds(10));
+  server->Wait();
+  ::unlink(socket_path.c_str());
+  LOG_INFO << "stopped";
+  return 0;
+}

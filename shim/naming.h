@@ -1,0 +1,41 @@
+#pragma once
+// Docker container names and labels, compatible with cri-dockerd so a node can
+// switch between the two and keep its pods:
+//   sandbox:   k8s_POD_<pod>_<namespace>_<uid>_<attempt>
+//   container: k8s_<container>_<pod>_<namespace>_<uid>_<attempt>
+// Docker may hold a 7th "_<random>" part that cri-dockerd adds on name conflicts.
+#include <map>
+#include <string>
+
+#include "absl/status/statusor.h"
+#include "api/cri.h"
+
+namespace shim {
+
+inline constexpr char kContainerTypeLabel[] = "io.kubernetes.docker.type";
+inline constexpr char kContainerTypeSandbox[] = "podsandbox";
+inline constexpr char kContainerTypeContainer[] = "container";
+inline constexpr char kSandboxIdLabel[] = "io.kubernetes.sandbox.id";
+inline constexpr char kContainerLogPathLabel[] = "io.kubernetes.container.logpath";
+inline constexpr char kAnnotationPrefix[] = "annotation.";
+// Kubelet's own labels (set by kubelet in config labels; listed for lookups).
+inline constexpr char kPodNameLabel[] = "io.kubernetes.pod.name";
+inline constexpr char kPodNamespaceLabel[] = "io.kubernetes.pod.namespace";
+inline constexpr char kPodUidLabel[] = "io.kubernetes.pod.uid";
+
+std::string MakeSandboxName(const runtime::v1::PodSandboxMetadata& metadata);
+// Accepts names with or without Docker's leading '/'. INVALID_ARGUMENT when the
+// name is not one of ours (e.g. a container not created by a CRI shim).
+absl::StatusOr<runtime::v1::PodSandboxMetadata> ParseSandboxName(const std::string& name);
+
+// Docker labels for a sandbox or container: the user's labels, annotations as
+// "annotation.<key>", and the internal labels in `internal`.
+std::map<std::string, std::string> MakeLabels(const google::protobuf::Map<std::string, std::string>& labels,
+                                              const google::protobuf::Map<std::string, std::string>& annotations,
+                                              const std::map<std::string, std::string>& internal);
+// The reverse: user labels and annotations, with internal labels dropped.
+void SplitLabels(const std::map<std::string, std::string>& docker_labels,
+                 google::protobuf::Map<std::string, std::string>* labels,
+                 google::protobuf::Map<std::string, std::string>* annotations);
+
+}  // namespace shim

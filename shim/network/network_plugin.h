@@ -1,0 +1,62 @@
+#pragma once
+// How a pod sandbox gets its network. CniNetwork runs CNI plugins;
+// DockerBridgeNetwork leaves the pod on Docker's own bridge network.
+#include <optional>
+#include <string>
+#include <vector>
+
+#include <nlohmann/json.hpp>
+
+#include "absl/status/status.h"
+#include "absl/status/statusor.h"
+#include "common/context.h"
+
+namespace network {
+
+struct PortMapping {
+  std::string protocol = "tcp";  // "tcp", "udp", "sctp"
+  int container_port = 0;
+  int host_port = 0;
+  std::string host_ip;  // empty: all addresses
+};
+
+struct Bandwidth {
+  int64_t ingress_bits_per_second = 0;  // 0: unlimited
+  int64_t egress_bits_per_second = 0;
+};
+
+struct PodNetworkRequest {
+  std::string pod_name, pod_namespace, pod_uid;
+  std::string sandbox_id;  // the infra container's ID (CNI ContainerID)
+  std::string netns_path;  // /proc/<pid>/ns/net or Docker's SandboxKey
+  std::vector<PortMapping> port_mappings;
+  std::optional<Bandwidth> bandwidth;
+  std::string cgroup_parent;
+};
+
+struct PodNetworkStatus {
+  std::string ip;                           // primary, IPv4 first when both exist
+  std::vector<std::string> additional_ips;  // the rest, in result order
+  std::string network_name;                 // the CNI network (conflist "name") that was used
+  std::string interface = "eth0";
+};
+
+class NetworkPlugin {
+ public:
+  virtual ~NetworkPlugin() = default;
+  // "cni", "docker".
+  virtual std::string Name() const = 0;
+  // The Docker NetworkMode for non-host-network infra containers: "none" when the
+  // plugin wires the namespace itself, "bridge" when Docker does (and publishes ports).
+  virtual std::string DockerNetworkMode() const = 0;
+  // OK when pods can be networked; otherwise the reason (e.g. no CNI config yet).
+  virtual absl::Status Ready() = 0;
+  // Attaches the pod; on failure nothing is left allocated.
+  virtual absl::StatusOr<PodNetworkStatus> SetUp(const common::Context& ctx, const PodNetworkRequest& req) = 0;
+  // Detaches the pod from `network_name` (as recorded at SetUp). Idempotent.
+  virtual absl::Status TearDown(const common::Context& ctx, const PodNetworkRequest& req,
+                                const std::string& network_name) = 0;
+  virtual void SetPodCidr(const std::string& cidr) = 0;
+};
+
+}  // namespace network

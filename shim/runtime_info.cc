@@ -1,0 +1,102 @@
+// Version, Status, RuntimeConfig, UpdateRuntimeConfig.
+#include <nlohmann/json.hpp>
+
+#include "common/log.h"
+#include "common/status.h"
+#include "shim/cri_service.h"
+
+namespace shim {
+
+namespace {
+constexpr char kRuntimeName[] = "docker";
+constexpr char kCriVersion[] = "0.1.0";  // the kubelet-facing API version string of Version()
+constexpr char kRuntimeApiVersion[] = "v1";
+constexpr absl::Duration kInfoCacheTtl = absl::Seconds(10);
+}  // namespace
+
+absl::StatusOr<dockerclient::SystemInfo> CriService::CachedInfo(const common::Context& ctx) {
+  {
+    std::lock_guard lock(mu_);
+    if (info_ && absl::Now() - info_time_ < kInfoCacheTtl) return *info_;
+  }
+  ASSIGN_OR_RETURN(dockerclient::SystemInfo info, docker_.Info(ctx));
+  std::lock_guard lock(mu_);
+  info_ = info;
+  info_time_ = absl::Now();
+  return info;
+}
+
+absl::StatusOr<v1::VersionResponse> CriService::Version(const common::Context& ctx, const v1::VersionRequest&) {
+  ASSIGN_OR_RETURN(dockerclient::VersionInfo version, docker_.Version(ctx));
+  v1::VersionResponse resp;
+  resp.set_version(kCriVersion);
+  resp.set_runtime_name(kRuntimeName);
+  resp.set_runtime_version(version.version);
+  resp.set_runtime_api_version(kRuntimeApiVersion);
+  return resp;
+}
+
+absl::StatusOr<v1::StatusResponse> CriService::Status(const common::Context& ctx, const v1::StatusRequest& req) {
+  v1::StatusResponse resp;
+  auto* runtime_cond = resp.mutable_status()->add_conditions();
+  runtime_cond->set_type("RuntimeReady");
+  absl::StatusOr<std::string> api = docker_.Ping(ctx);
+  runtime_cond->set_status(api.ok());
+  if (!api.ok()) {
+    runtime_cond->set_reason("DockerDaemonNotReady");
+    runtime_cond->set_message(std::string(api.status().message()));
+  }
+
+  auto* network_cond = resp.mutable_status()->add_conditions();
+  network_cond->set_type("NetworkReady");
+  absl::Status net = network_.Ready();
+  network_cond->set_status(net.ok());
+  if (!net.ok()) {
+    network_cond->set_reason("NetworkPluginNotReady");
+    network_cond->set_message(std::string(net.message()));
+  }
+
+  // Runtime handlers: the default ("") and every runtime Docker knows.
+  if (api.ok()) {
+    if (auto info = CachedInfo(ctx); info.ok()) {
+      resp.add_runtime_handlers()->set_name("");
+      for (const auto& name : info->runtimes) resp.add_runtime_handlers()->set_name(name);
+    }
+  }
+
+  if (req.verbose()) {
+    nlohmann::json config = {{"dockerEndpoint", options_.docker_endpoint},
+                             {"podInfraContainerImage", options_.pod_infra_image},
+                             {"rootDirectory", options_.root_directory},
+                             {"networkPlugin", network_.Name()},
+                             {"dockerApiVersion", api.ok() ? *api : ""}};
+    if (api.ok()) {
+      if (auto version = docker_.Version(ctx); version.ok()) {
+        config["dockerVersion"] = version->version;
+        config["dockerMinApiVersion"] = version->min_api_version;
+      }
+    }
+    (*resp.mutable_info())["config"] = config.dump();
+  }
+  return resp;
+}
+
+absl::StatusOr<v1::RuntimeConfigResponse> CriService::RuntimeConfig(const common::Context& ctx,
+                                                                    const v1::RuntimeConfigRequest&) {
+  ASSIGN_OR_RETURN(dockerclient::SystemInfo info, CachedInfo(ctx));
+  v1::RuntimeConfigResponse resp;
+  resp.mutable_linux()->set_cgroup_driver(info.cgroup_driver == "systemd" ? v1::SYSTEMD : v1::CGROUPFS);
+  return resp;
+}
+
+absl::StatusOr<v1::UpdateRuntimeConfigResponse> CriService::UpdateRuntimeConfig(
+    const common::Context&, const v1::UpdateRuntimeConfigRequest& req) {
+  const std::string& cidr = req.runtime_config().network_config().pod_cidr();
+  if (!cidr.empty()) {
+    LOG_INFO << "pod CIDR set to " << cidr;
+    network_.SetPodCidr(cidr);
+  }
+  return v1::UpdateRuntimeConfigResponse();
+}
+
+}  // namespace shim

@@ -1,0 +1,157 @@
+// RunPodSandbox: the pod's infra container, its network, its checkpoint.
+// Every step that fails undoes the steps before it.
+#include "absl/strings/str_cat.h"
+#include "absl/strings/str_join.h"
+#include "common/log.h"
+#include "common/status.h"
+#include "shim/cri_service.h"
+#include "shim/naming.h"
+#include "shim/sandbox_config.h"
+
+namespace shim {
+
+namespace {
+
+// kubelet's OOM score for pod infra containers (qos.PodInfraOOMAdj).
+constexpr int kPodInfraOomScoreAdj = -998;
+// Rollback runs on its own clock: the caller's deadline may be what failed.
+constexpr absl::Duration kRollbackTimeout = absl::Seconds(30);
+
+}  // namespace
+
+absl::StatusOr<std::string> CriService::DockerRuntimeFor(const common::Context& ctx, const std::string& handler) {
+  if (handler.empty()) return std::string();
+  ASSIGN_OR_RETURN(dockerclient::SystemInfo info, CachedInfo(ctx));
+  for (const auto& name : info.runtimes)
+    if (name == handler) return handler;
+  return absl::InvalidArgumentError(absl::StrCat(
+      "runtime handler \"", handler, "\" is not a Docker runtime on this node (Docker knows: ",
+      absl::StrJoin(info.runtimes, ", "), "); add it under \"runtimes\" in /etc/docker/daemon.json"));
+}
+
+absl::Status CriService::EnsurePauseImage(const common::Context& ctx) {
+  auto image = docker_.InspectImage(ctx, options_.pod_infra_image);
+  if (image.ok()) return absl::OkStatus();
+  if (!absl::IsNotFound(image.status())) return image.status();
+  LOG_INFO << "pulling pod infra image " << options_.pod_infra_image;
+  v1::PullImageRequest pull;
+  pull.mutable_image()->set_image(options_.pod_infra_image);
+  return common::Annotate(PullImage(ctx, pull).status(),
+                          absl::StrCat("pull pod infra image ", options_.pod_infra_image));
+}
+
+void CriService::RollBackSandbox(const std::string& id, bool network_attached,
+                                 const network::PodNetworkRequest& net_req, const std::string& network_name) {
+  common::Context ctx = common::Context::WithTimeout(kRollbackTimeout);
+  if (network_attached) {
+    if (absl::Status s = network_.TearDown(ctx, net_req, network_name); !s.ok())
+      LOG_ERROR << "rollback of pod " << net_req.pod_namespace << "/" << net_req.pod_name
+                << ": network teardown failed: " << s.message();
+  }
+  if (absl::Status s = docker_.RemoveContainer(ctx, id, /*force=*/true); !s.ok() && !absl::IsNotFound(s))
+    LOG_ERROR << "rollback: cannot remove infra container " << id << ": " << s.message();
+  if (absl::Status s = checkpoints_.Remove(id); !s.ok())
+    LOG_ERROR << "rollback: cannot remove checkpoint of " << id << ": " << s.message();
+}
+
+absl::StatusOr<v1::RunPodSandboxResponse> CriService::RunPodSandbox(const common::Context& ctx,
+                                                                    const v1::RunPodSandboxRequest& req) {
+  if (!req.has_config()) return absl::InvalidArgumentError("RunPodSandbox: config is required");
+  const v1::PodSandboxConfig& config = req.config();
+  const bool host_network = IsHostNetwork(config);
+
+  // Everything that can be checked without side effects comes first.
+  ASSIGN_OR_RETURN(std::string docker_runtime, DockerRuntimeFor(ctx, req.runtime_handler()));
+  ASSIGN_OR_RETURN(dockerclient::SystemInfo info, CachedInfo(ctx));
+  SandboxCreateParams params;
+  params.image = options_.pod_infra_image;
+  params.cgroup_driver = info.cgroup_driver;
+  params.docker_runtime = docker_runtime;
+  params.network_mode = network_.DockerNetworkMode();
+  params.oom_score_adj = oom_.Clamp(kPodInfraOomScoreAdj);
+  params.seccomp_profile_root = options_.seccomp_profile_root;
+  ASSIGN_OR_RETURN(nlohmann::json body, MakeSandboxCreateBody(config, params));
+  body["Labels"] = MakeLabels(config.labels(), config.annotations(), {{kContainerTypeLabel, kContainerTypeSandbox}});
+  ASSIGN_OR_RETURN(std::vector<network::PortMapping> ports, ToPortMappings(config.port_mappings()));
+  ASSIGN_OR_RETURN(std::optional<network::Bandwidth> bandwidth, BandwidthFromAnnotations(config.annotations()));
+  if (!host_network) {
+    if (absl::Status ready = network_.Ready(); !ready.ok())
+      return absl::FailedPreconditionError(absl::StrCat("pod network is not ready: ", ready.message()));
+  }
+
+  RETURN_IF_ERROR(EnsurePauseImage(ctx));
+
+  // Create. A container left with the same name by an earlier failed attempt is replaced.
+  const std::string name = MakeSandboxName(config.metadata());
+  absl::StatusOr<std::string> created = docker_.CreateContainer(ctx, name, body);
+  if (absl::IsAlreadyExists(created.status())) {
+    auto stale = docker_.InspectContainer(ctx, name);
+    if (stale.ok() && stale->state.running)
+      return absl::AlreadyExistsError(absl::StrCat("pod sandbox ", name, " already runs as ", stale->id));
+    LOG_WARN << "removing stale pod infra container " << name << " left by an earlier attempt";
+    RETURN_IF_ERROR(common::Annotate(docker_.RemoveContainer(ctx, name, /*force=*/true),
+                                     "remove stale pod infra container"));
+    created = docker_.CreateContainer(ctx, name, body);
+  }
+  if (!created.ok()) return common::Annotate(created.status(), "create pod infra container");
+  const std::string id = *created;
+
+  // The checkpoint comes before start, so a crash after start still leaves what teardown needs.
+  SandboxCheckpoint checkpoint;
+  checkpoint.sandbox_id = id;
+  checkpoint.name = config.metadata().name();
+  checkpoint.namespace_ = config.metadata().namespace_();
+  checkpoint.uid = config.metadata().uid();
+  checkpoint.host_network = host_network;
+  checkpoint.port_mappings = ports;
+  checkpoint.bandwidth = bandwidth;
+  checkpoint.network_plugin = network_.Name();
+  network::PodNetworkRequest net_req;
+  net_req.pod_name = checkpoint.name;
+  net_req.pod_namespace = checkpoint.namespace_;
+  net_req.pod_uid = checkpoint.uid;
+  net_req.sandbox_id = id;
+  net_req.port_mappings = ports;
+  net_req.bandwidth = bandwidth;
+  if (config.has_linux()) net_req.cgroup_parent = config.linux().cgroup_parent();
+
+  if (absl::Status s = checkpoints_.Write(checkpoint); !s.ok()) {
+    RollBackSandbox(id, false, net_req, "");
+    return common::Annotate(s, "write pod sandbox checkpoint");
+  }
+  if (absl::Status s = docker_.StartContainer(ctx, id); !s.ok()) {
+    RollBackSandbox(id, false, net_req, "");
+    return common::Annotate(s, "start pod infra container");
+  }
+
+  if (!host_network) {
+    auto inspect = docker_.InspectContainer(ctx, id);
+    if (!inspect.ok() || !inspect->state.running || inspect->state.pid <= 0) {
+      RollBackSandbox(id, false, net_req, "");
+      return inspect.ok() ? absl::InternalError(absl::StrCat("pod infra container exited right after start: ",
+                                                            inspect->state.error))
+                          : common::Annotate(inspect.status(), "inspect pod infra container");
+    }
+    net_req.netns_path = absl::StrCat("/proc/", inspect->state.pid, "/ns/net");
+    absl::StatusOr<network::PodNetworkStatus> attached = network_.SetUp(ctx, net_req);
+    if (!attached.ok()) {
+      RollBackSandbox(id, false, net_req, "");  // the plugin released what it had allocated
+      return common::Annotate(attached.status(), absl::StrCat("set up pod network (", network_.Name(), ")"));
+    }
+    checkpoint.network_name = attached->network_name;
+    checkpoint.netns_path = net_req.netns_path;
+    checkpoint.ip = attached->ip;
+    checkpoint.additional_ips = attached->additional_ips;
+    if (absl::Status s = checkpoints_.Write(checkpoint); !s.ok()) {
+      RollBackSandbox(id, true, net_req, attached->network_name);
+      return common::Annotate(s, "write pod sandbox checkpoint");
+    }
+  }
+  LOG_INFO << "pod sandbox " << checkpoint.namespace_ << "/" << checkpoint.name << " running as " << id
+           << (host_network ? " (host network)" : absl::StrCat(" with IP ", checkpoint.ip));
+  v1::RunPodSandboxResponse resp;
+  resp.set_pod_sandbox_id(id);
+  return resp;
+}
+
+}  // namespace shim

@@ -1,0 +1,125 @@
+// PodSandboxStatus and ListPodSandbox. Status costs one inspect; the pod IP comes
+// from the checkpoint (memory after first read), never from entering the netns.
+#include <nlohmann/json.hpp>
+
+#include "absl/strings/match.h"
+#include "absl/strings/str_cat.h"
+#include "absl/time/time.h"
+#include "common/log.h"
+#include "common/status.h"
+#include "shim/cri_service.h"
+#include "shim/naming.h"
+
+namespace shim {
+
+namespace {
+
+int64_t ParseDockerTime(const std::string& text) {
+  absl::Time t;
+  std::string err;
+  if (!absl::ParseTime(absl::RFC3339_full, text, &t, &err)) return 0;
+  return absl::ToUnixNanos(t);
+}
+
+// Metadata from the name, or from kubelet's labels when the name is not ours.
+v1::PodSandboxMetadata SandboxMetadata(const std::string& name, const dockerclient::Labels& labels) {
+  if (auto parsed = ParseSandboxName(name); parsed.ok()) return *parsed;
+  v1::PodSandboxMetadata md;
+  auto get = [&](const char* key) {
+    auto it = labels.find(key);
+    return it == labels.end() ? std::string() : it->second;
+  };
+  md.set_name(get(kPodNameLabel));
+  md.set_namespace_(get(kPodNamespaceLabel));
+  md.set_uid(get(kPodUidLabel));
+  return md;
+}
+
+std::string JsonString(const nlohmann::json& j, const char* object, const char* key) {
+  auto o = j.find(object);
+  if (o == j.end() || !o->is_object()) return "";
+  auto v = o->find(key);
+  return v != o->end() && v->is_string() ? v->get<std::string>() : "";
+}
+
+}  // namespace
+
+absl::StatusOr<v1::PodSandboxStatusResponse> CriService::PodSandboxStatus(const common::Context& ctx,
+                                                                          const v1::PodSandboxStatusRequest& req) {
+  if (req.pod_sandbox_id().empty())
+    return absl::InvalidArgumentError("PodSandboxStatus: pod_sandbox_id is required");
+  ASSIGN_OR_RETURN(dockerclient::ContainerInspect sandbox, InspectSandbox(ctx, req.pod_sandbox_id()));
+  absl::StatusOr<SandboxCheckpoint> checkpoint = checkpoints_.Read(sandbox.id);
+
+  v1::PodSandboxStatusResponse resp;
+  v1::PodSandboxStatus& status = *resp.mutable_status();
+  status.set_id(sandbox.id);
+  *status.mutable_metadata() = SandboxMetadata(sandbox.name, sandbox.labels);
+  status.set_state(sandbox.state.running ? v1::SANDBOX_READY : v1::SANDBOX_NOTREADY);
+  status.set_created_at(ParseDockerTime(sandbox.created));
+  SplitLabels(sandbox.labels, status.mutable_labels(), status.mutable_annotations());
+
+  const bool host_network = sandbox.network_mode == "host";
+  if (!host_network && sandbox.state.running) {
+    if (checkpoint.ok() && !checkpoint->ip.empty()) {
+      status.mutable_network()->set_ip(checkpoint->ip);
+      for (const auto& ip : checkpoint->additional_ips) status.mutable_network()->add_additional_ips()->set_ip(ip);
+    } else if (network_.Name() == "docker" && !sandbox.ip_address.empty()) {
+      status.mutable_network()->set_ip(sandbox.ip_address);
+    }
+  }
+  auto* ns = status.mutable_linux()->mutable_namespaces()->mutable_options();
+  ns->set_network(host_network ? v1::NODE : v1::POD);
+  ns->set_pid(JsonString(sandbox.raw, "HostConfig", "PidMode") == "host" ? v1::NODE : v1::POD);
+  ns->set_ipc(JsonString(sandbox.raw, "HostConfig", "IpcMode") == "host" ? v1::NODE : v1::POD);
+
+  std::string runtime = JsonString(sandbox.raw, "HostConfig", "Runtime");
+  if (!runtime.empty()) {
+    auto info = CachedInfo(ctx);
+    if (info.ok() && runtime != info->default_runtime) status.set_runtime_handler(runtime);
+  }
+
+  if (req.verbose()) {
+    nlohmann::json info = {{"pid", sandbox.state.pid},
+                           {"image", sandbox.config_image},
+                           {"dockerRuntime", runtime},
+                           {"networkMode", sandbox.network_mode},
+                           {"netnsPath", checkpoint.ok() ? checkpoint->netns_path : ""},
+                           {"networkPlugin", checkpoint.ok() ? checkpoint->network_plugin : ""},
+                           {"cniNetwork", checkpoint.ok() ? checkpoint->network_name : ""},
+                           {"hostConfig", sandbox.raw.value("HostConfig", nlohmann::json::object())}};
+    (*resp.mutable_info())["info"] = info.dump();
+  }
+  return resp;
+}
+
+absl::StatusOr<v1::ListPodSandboxResponse> CriService::ListPodSandbox(const common::Context& ctx,
+                                                                      const v1::ListPodSandboxRequest& req) {
+  const v1::PodSandboxFilter& filter = req.filter();
+  dockerclient::ListContainersOptions list;
+  list.all = true;
+  for (const auto& [k, v] : filter.label_selector()) list.label_filter[k] = v;
+  list.label_filter[kContainerTypeLabel] = kContainerTypeSandbox;
+  if (!filter.id().empty()) list.id = filter.id();
+  ASSIGN_OR_RETURN(auto containers, docker_.ListContainers(ctx, list));
+
+  v1::ListPodSandboxResponse resp;
+  for (const auto& c : containers) {
+    const std::string name = c.names.empty() ? "" : c.names.front();
+    v1::PodSandbox sandbox;
+    *sandbox.mutable_metadata() = SandboxMetadata(name, c.labels);
+    if (sandbox.metadata().name().empty()) {
+      LOG_DEBUG << "skipping container " << c.id << ": labelled as a sandbox but not named like one";
+      continue;
+    }
+    sandbox.set_id(c.id);
+    sandbox.set_state(c.state == "running" ? v1::SANDBOX_READY : v1::SANDBOX_NOTREADY);
+    if (filter.has_state() && filter.state().state() != sandbox.state()) continue;
+    sandbox.set_created_at(c.created * 1000000000LL);
+    SplitLabels(c.labels, sandbox.mutable_labels(), sandbox.mutable_annotations());
+    *resp.add_items() = std::move(sandbox);
+  }
+  return resp;
+}
+
+}  // namespace shim

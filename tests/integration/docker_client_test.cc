@@ -1,0 +1,241 @@
+// DockerClientImpl against the real dockerd (scripts/test-env.sh starts it;
+// scripts/test-images.sh builds dockershim-test/busybox).
+#include <unistd.h>
+
+#include <atomic>
+#include <thread>
+#include <vector>
+
+#include <gmock/gmock.h>
+#include <gtest/gtest.h>
+
+#include "absl/strings/str_cat.h"
+#include "dockerclient/docker_client_impl.h"
+#include "tests/integration/env.h"
+
+namespace dockerclient {
+namespace {
+
+using nlohmann::json;
+using ::testing::Contains;
+using ::testing::ElementsAre;
+using ::testing::HasSubstr;
+using ::testing::StartsWith;
+
+std::string Message(const absl::Status& status) { return std::string(status.message()); }
+
+class DockerClientIntegration : public ::testing::Test {
+ protected:
+  void SetUp() override {
+    auto client = DockerClientImpl::Create(testenv::DockerEndpoint());
+    ASSERT_TRUE(client.ok()) << client.status();
+    client_ = std::move(*client);
+    auto version = client_->Ping(Ctx());
+    ASSERT_TRUE(version.ok()) << "dockerd must run (scripts/test-env.sh): " << version.status();
+  }
+
+  void TearDown() override {
+    for (const auto& id : created_) (void)client_->RemoveContainer(Ctx(), id, /*force=*/true);
+  }
+
+  static common::Context Ctx() { return common::Context::WithTimeout(absl::Seconds(60)); }
+
+  // Skips the test when the locally built busybox image is missing.
+  bool HaveBusybox() {
+    auto image = client_->InspectImage(Ctx(), testenv::BusyboxImage());
+    if (image.ok()) return true;
+    EXPECT_EQ(image.status().code(), absl::StatusCode::kNotFound) << image.status();
+    return false;
+  }
+
+  std::string UniqueName() {
+    static std::atomic<int> counter{0};
+    return absl::StrCat("dockershim-dctest-", ::getpid(), "-", counter++);
+  }
+
+  // A busybox container that sleeps (it ignores SIGTERM as PID 1, so stop kills it).
+  absl::StatusOr<std::string> CreateSleeper(const std::string& name) {
+    const json body = {{"Image", testenv::BusyboxImage()},
+                       {"Cmd", {"sleep", "600"}},
+                       {"Labels", {{"io.dockershim.test", "docker_client_test"}, {"name", name}}}};
+    auto id = client_->CreateContainer(Ctx(), name, body);
+    if (id.ok()) created_.push_back(*id);
+    return id;
+  }
+
+  std::unique_ptr<DockerClientImpl> client_;
+  std::vector<std::string> created_;
+};
+
+TEST_F(DockerClientIntegration, PingVersionInfo) {
+  auto api = client_->Ping(Ctx());
+  ASSERT_TRUE(api.ok()) << api.status();
+  EXPECT_TRUE(NegotiateApiVersion(*api).ok()) << *api;
+
+  auto version = client_->Version(Ctx());
+  ASSERT_TRUE(version.ok()) << version.status();
+  EXPECT_FALSE(version->version.empty());
+  EXPECT_FALSE(version->api_version.empty());
+  EXPECT_EQ(version->os, "linux");
+
+  auto info = client_->Info(Ctx());
+  ASSERT_TRUE(info.ok()) << info.status();
+  EXPECT_FALSE(info->docker_root_dir.empty());
+  EXPECT_FALSE(info->driver.empty());
+  EXPECT_THAT(info->cgroup_driver, ::testing::AnyOf("cgroupfs", "systemd"));
+  EXPECT_THAT(info->runtimes, Contains("runc"));
+  EXPECT_TRUE(info->raw.is_object());
+}
+
+TEST_F(DockerClientIntegration, ListAndInspectImages) {
+  if (!HaveBusybox()) GTEST_SKIP() << testenv::BusyboxImage() << " is missing: run scripts/test-images.sh";
+  auto all = client_->ListImages(Ctx(), "");
+  ASSERT_TRUE(all.ok()) << all.status();
+  EXPECT_FALSE(all->empty());
+
+  auto filtered = client_->ListImages(Ctx(), testenv::BusyboxImage());
+  ASSERT_TRUE(filtered.ok()) << filtered.status();
+  ASSERT_EQ(filtered->size(), 1u);
+  EXPECT_THAT((*filtered)[0].repo_tags, Contains(testenv::BusyboxImage()));
+
+  auto image = client_->InspectImage(Ctx(), testenv::BusyboxImage());
+  ASSERT_TRUE(image.ok()) << image.status();
+  EXPECT_EQ(image->id, (*filtered)[0].id);
+  EXPECT_THAT(image->config.cmd, ElementsAre("sh"));
+  EXPECT_EQ(image->os, "linux");
+
+  // By ID, and by the ID's short form.
+  auto by_id = client_->InspectImage(Ctx(), image->id);
+  ASSERT_TRUE(by_id.ok()) << by_id.status();
+  EXPECT_EQ(by_id->id, image->id);
+  auto by_short_id = client_->InspectImage(Ctx(), image->id.substr(7, 12));
+  ASSERT_TRUE(by_short_id.ok()) << by_short_id.status();
+  EXPECT_EQ(by_short_id->id, image->id);
+}
+
+TEST_F(DockerClientIntegration, MissingImageIsNotFound) {
+  for (const std::string ref : {"dockershim-test/no-such-image:never", "127.0.0.1:5000/no/such:image",
+                                "no-such@sha256:0000000000000000000000000000000000000000000000000000000000000000"}) {
+    const absl::Status status = client_->InspectImage(Ctx(), ref).status();
+    EXPECT_EQ(status.code(), absl::StatusCode::kNotFound) << status;
+    EXPECT_THAT(Message(status), StartsWith("inspect image " + ref + ": ")) << status;
+  }
+  const absl::Status removed = client_->RemoveImage(Ctx(), "dockershim-test/no-such-image:never", false);
+  EXPECT_EQ(removed.code(), absl::StatusCode::kNotFound) << removed;
+}
+
+TEST_F(DockerClientIntegration, PullFromUnreachableRegistryFailsNamingTheImage) {
+  PullOptions options;
+  options.reference = "127.0.0.1:1/nothing/here:1";
+  options.registry_auth = "eyJ1c2VybmFtZSI6InUiLCJwYXNzd29yZCI6InNlY3JldCJ9";
+  const absl::Status status = client_->PullImage(Ctx(), options);
+  ASSERT_FALSE(status.ok());
+  EXPECT_THAT(Message(status), StartsWith("pull image 127.0.0.1:1/nothing/here:1: "));
+  EXPECT_THAT(Message(status), ::testing::Not(HasSubstr(options.registry_auth)));
+}
+
+TEST_F(DockerClientIntegration, ContainerLifecycle) {
+  if (!HaveBusybox()) GTEST_SKIP() << testenv::BusyboxImage() << " is missing: run scripts/test-images.sh";
+  const std::string name = UniqueName();
+  auto id = CreateSleeper(name);
+  ASSERT_TRUE(id.ok()) << id.status();
+
+  auto created = client_->InspectContainer(Ctx(), *id);
+  ASSERT_TRUE(created.ok()) << created.status();
+  EXPECT_EQ(created->id, *id);
+  EXPECT_EQ(created->name, "/" + name);
+  EXPECT_EQ(created->state.status, "created");
+  EXPECT_EQ(created->config_image, testenv::BusyboxImage());
+  EXPECT_EQ(created->labels.at("io.dockershim.test"), "docker_client_test");
+
+  ASSERT_TRUE(client_->StartContainer(Ctx(), *id).ok());
+  EXPECT_TRUE(client_->StartContainer(Ctx(), *id).ok()) << "starting a running container is a no-op";
+  auto running = client_->InspectContainer(Ctx(), name);  // by name too
+  ASSERT_TRUE(running.ok()) << running.status();
+  EXPECT_TRUE(running->state.running);
+  EXPECT_GT(running->state.pid, 0);
+  EXPECT_FALSE(running->sandbox_key.empty());
+
+  ListContainersOptions by_label;
+  by_label.label_filter = {{"io.dockershim.test", "docker_client_test"}, {"name", name}};
+  auto listed = client_->ListContainers(Ctx(), by_label);
+  ASSERT_TRUE(listed.ok()) << listed.status();
+  ASSERT_EQ(listed->size(), 1u);
+  EXPECT_EQ((*listed)[0].id, *id);
+  EXPECT_EQ((*listed)[0].state, "running");
+  EXPECT_THAT((*listed)[0].names, ElementsAre("/" + name));
+
+  ListContainersOptions by_id_and_status;
+  by_id_and_status.id = id->substr(0, 12);
+  by_id_and_status.status = "exited";
+  auto none = client_->ListContainers(Ctx(), by_id_and_status);
+  ASSERT_TRUE(none.ok()) << none.status();
+  EXPECT_TRUE(none->empty());
+
+  // The caller's deadline is shorter than the stop timeout: the request still waits for Docker.
+  const absl::Status stopped =
+      client_->StopContainer(common::Context::WithTimeout(absl::Milliseconds(300)), *id, StopOptions{1});
+  ASSERT_TRUE(stopped.ok()) << stopped;
+  EXPECT_TRUE(client_->StopContainer(Ctx(), *id, StopOptions{1}).ok()) << "stopping a stopped container is a no-op";
+  auto exited = client_->InspectContainer(Ctx(), *id);
+  ASSERT_TRUE(exited.ok()) << exited.status();
+  EXPECT_FALSE(exited->state.running);
+  EXPECT_EQ(exited->state.status, "exited");
+  EXPECT_EQ(exited->state.exit_code, 137);
+
+  ASSERT_TRUE(client_->RemoveContainer(Ctx(), *id, false).ok());
+  const absl::Status gone = client_->InspectContainer(Ctx(), *id).status();
+  EXPECT_EQ(gone.code(), absl::StatusCode::kNotFound) << gone;
+  EXPECT_THAT(Message(gone), StartsWith("inspect container " + *id + ": "));
+}
+
+TEST_F(DockerClientIntegration, RemovingARunningContainerNeedsForce) {
+  if (!HaveBusybox()) GTEST_SKIP() << testenv::BusyboxImage() << " is missing: run scripts/test-images.sh";
+  auto id = CreateSleeper(UniqueName());
+  ASSERT_TRUE(id.ok()) << id.status();
+  ASSERT_TRUE(client_->StartContainer(Ctx(), *id).ok());
+  const absl::Status refused = client_->RemoveContainer(Ctx(), *id, false);
+  EXPECT_EQ(refused.code(), absl::StatusCode::kFailedPrecondition) << refused;
+  EXPECT_TRUE(client_->RemoveContainer(Ctx(), *id, true).ok());
+}
+
+TEST_F(DockerClientIntegration, DuplicateNameIsAlreadyExists) {
+  if (!HaveBusybox()) GTEST_SKIP() << testenv::BusyboxImage() << " is missing: run scripts/test-images.sh";
+  const std::string name = UniqueName();
+  ASSERT_TRUE(CreateSleeper(name).ok());
+  const absl::Status again = CreateSleeper(name).status();
+  EXPECT_EQ(again.code(), absl::StatusCode::kAlreadyExists) << again;
+  EXPECT_THAT(Message(again), StartsWith("create container " + name + ": "));
+}
+
+TEST_F(DockerClientIntegration, MissingContainerIsNotFound) {
+  const std::string id = "dockershim-no-such-container";
+  EXPECT_EQ(client_->RemoveContainer(Ctx(), id, true).code(), absl::StatusCode::kNotFound);
+  EXPECT_EQ(client_->StartContainer(Ctx(), id).code(), absl::StatusCode::kNotFound);
+  EXPECT_EQ(client_->StopContainer(Ctx(), id, StopOptions{1}).code(), absl::StatusCode::kNotFound);
+  const absl::Status status = client_->InspectContainer(Ctx(), id).status();
+  EXPECT_EQ(status.code(), absl::StatusCode::kNotFound);
+  EXPECT_EQ(Message(status), "inspect container " + id + ": No such container: " + id);
+}
+
+TEST_F(DockerClientIntegration, ConcurrentInspectsAllSucceed) {
+  if (!HaveBusybox()) GTEST_SKIP() << testenv::BusyboxImage() << " is missing: run scripts/test-images.sh";
+  auto id = CreateSleeper(UniqueName());
+  ASSERT_TRUE(id.ok()) << id.status();
+  constexpr int kThreads = 8, kCalls = 50;
+  std::atomic<int> ok{0};
+  std::vector<std::thread> threads;
+  for (int t = 0; t < kThreads; ++t) {
+    threads.emplace_back([&] {
+      for (int i = 0; i < kCalls; ++i) {
+        auto c = client_->InspectContainer(Ctx(), *id);
+        if (c.ok() && c->id == *id) ++ok;
+      }
+    });
+  }
+  for (auto& t : threads) t.join();
+  EXPECT_EQ(ok, kThreads * kCalls);
+}
+
+}  // namespace
+}  // namespace dockerclient

@@ -1,0 +1,402 @@
+#include "dockerclient/docker_client_impl.h"
+
+#include <unistd.h>
+
+#include <atomic>
+#include <map>
+#include <mutex>
+#include <thread>
+
+#include <gmock/gmock.h>
+#include <gtest/gtest.h>
+
+#include "absl/strings/str_cat.h"
+#include "tests/unit/test_http_server.h"
+
+namespace dockerclient {
+namespace {
+
+using nlohmann::json;
+using testhttp::ReceivedRequest;
+using ::testing::ElementsAre;
+using ::testing::HasSubstr;
+using ::testing::Not;
+using ::testing::StartsWith;
+
+std::string Message(const absl::Status& status) { return std::string(status.message()); }
+
+// ---- Pure helpers ----
+
+TEST(CreateTest, AcceptsUnixSocketsOnly) {
+  EXPECT_TRUE(DockerClientImpl::Create("unix:///var/run/docker.sock").ok());
+  EXPECT_TRUE(DockerClientImpl::Create("/var/run/docker.sock").ok());
+  for (const char* endpoint :
+       {"tcp://127.0.0.1:2375", "http://localhost", "npipe:////./pipe/docker_engine", "", "unix://"}) {
+    EXPECT_EQ(DockerClientImpl::Create(endpoint).status().code(), absl::StatusCode::kInvalidArgument) << endpoint;
+  }
+  EXPECT_EQ(DockerClientImpl::Create("/" + std::string(200, 'x')).status().code(), absl::StatusCode::kInvalidArgument);
+}
+
+struct SplitCase {
+  const char* reference;
+  const char* repo;
+  const char* tag;
+};
+
+class SplitPullReferenceTest : public ::testing::TestWithParam<SplitCase> {};
+
+TEST_P(SplitPullReferenceTest, Splits) {
+  const auto [repo, tag] = SplitPullReference(GetParam().reference);
+  EXPECT_EQ(repo, GetParam().repo);
+  EXPECT_EQ(tag, GetParam().tag);
+}
+
+INSTANTIATE_TEST_SUITE_P(
+    Table, SplitPullReferenceTest,
+    ::testing::Values(SplitCase{"busybox", "busybox", "latest"}, SplitCase{"busybox:1.36", "busybox", "1.36"},
+                      SplitCase{"docker.io/library/busybox:latest", "docker.io/library/busybox", "latest"},
+                      SplitCase{"registry:5000/foo/bar", "registry:5000/foo/bar", "latest"},
+                      SplitCase{"registry:5000/foo/bar:v2", "registry:5000/foo/bar", "v2"},
+                      SplitCase{"registry.k8s.io/pause@sha256:abcd", "registry.k8s.io/pause", "sha256:abcd"},
+                      SplitCase{"127.0.0.1:5000/pause:3.9@sha256:abcd", "127.0.0.1:5000/pause", "sha256:abcd"}));
+
+struct PullCodeCase {
+  const char* message;
+  int http_status;
+  absl::StatusCode code;
+};
+
+class PullErrorCodeTest : public ::testing::TestWithParam<PullCodeCase> {};
+
+TEST_P(PullErrorCodeTest, Maps) {
+  EXPECT_EQ(PullErrorCode(GetParam().message, GetParam().http_status), GetParam().code);
+}
+
+INSTANTIATE_TEST_SUITE_P(
+    Table, PullErrorCodeTest,
+    ::testing::Values(
+        PullCodeCase{"manifest for r/x:1 not found: manifest unknown: manifest unknown", 404,
+                     absl::StatusCode::kNotFound},
+        PullCodeCase{"manifest unknown", 0, absl::StatusCode::kNotFound},
+        PullCodeCase{"pull access denied for nosuch, repository does not exist or may require 'docker login': "
+                     "denied: requested access to the resource is denied",
+                     404, absl::StatusCode::kNotFound},
+        PullCodeCase{"Head \"https://r/v2/x/manifests/1\": unauthorized: authentication required", 500,
+                     absl::StatusCode::kPermissionDenied},
+        PullCodeCase{"Get \"https://r/v2/\": no basic auth credentials", 500, absl::StatusCode::kPermissionDenied},
+        PullCodeCase{"denied: requested access to the resource is denied", 0, absl::StatusCode::kPermissionDenied},
+        PullCodeCase{"Get \"http://127.0.0.1:5999/v2/\": dial tcp: connect: connection refused", 500,
+                     absl::StatusCode::kUnknown},
+        PullCodeCase{"unexpected EOF", 0, absl::StatusCode::kUnknown},
+        PullCodeCase{"invalid reference format", 400, absl::StatusCode::kInvalidArgument}));
+
+// ---- DockerClientImpl against a scripted dockerd ----
+
+std::string UrlDecode(std::string_view s) {
+  std::string out;
+  for (size_t i = 0; i < s.size(); ++i) {
+    if (s[i] == '%' && i + 2 < s.size()) {
+      out += static_cast<char>(std::stoi(std::string(s.substr(i + 1, 2)), nullptr, 16));
+      i += 2;
+    } else {
+      out += s[i];
+    }
+  }
+  return out;
+}
+
+struct Reply {
+  std::string data;
+  bool hang = false;  // after `data`, send nothing more until the client goes away
+};
+
+class FakeDockerd {
+ public:
+  using Route = std::function<Reply(const ReceivedRequest&)>;
+
+  FakeDockerd() : server_([this](int fd, int) { Serve(fd); }) {}
+
+  // Routes on "METHOD /path" (no query).
+  void On(const std::string& key, Route route) {
+    std::lock_guard<std::mutex> lock(mu_);
+    routes_[key] = std::move(route);
+  }
+  void SetApiVersion(const std::string& v) {
+    std::lock_guard<std::mutex> lock(mu_);
+    api_version_ = v;
+  }
+  std::vector<ReceivedRequest> requests() {
+    std::lock_guard<std::mutex> lock(mu_);
+    return requests_;
+  }
+  int Count(const std::string& key) {
+    int n = 0;
+    for (const auto& r : requests()) n += absl::StrCat(r.method, " ", r.target.substr(0, r.target.find('?'))) == key;
+    return n;
+  }
+  std::unique_ptr<DockerClientImpl> Client() { return *DockerClientImpl::Create(server_.endpoint()); }
+
+ private:
+  void Serve(int fd) {
+    std::string buffer;
+    while (auto req = testhttp::ReadRequest(fd, buffer)) {
+      Reply reply;
+      {
+        std::lock_guard<std::mutex> lock(mu_);
+        requests_.push_back(*req);
+        const std::string key = absl::StrCat(req->method, " ", req->target.substr(0, req->target.find('?')));
+        if (key == "GET /_ping") {
+          reply.data =
+              absl::StrCat("HTTP/1.1 200 OK\r\nApi-Version: ", api_version_, "\r\nContent-Length: 2\r\n\r\nOK");
+        } else if (auto it = routes_.find(key); it != routes_.end()) {
+          reply = it->second(*req);
+        } else {
+          reply.data = testhttp::Response(404, R"({"message":"page not found"})");
+        }
+      }
+      if (!testhttp::WriteAll(fd, reply.data)) return;
+      if (reply.hang) {
+        char byte;
+        while (::read(fd, &byte, 1) > 0) {
+        }
+        return;
+      }
+    }
+  }
+
+  std::mutex mu_;
+  std::map<std::string, Route> routes_;
+  std::string api_version_ = "1.41";
+  std::vector<ReceivedRequest> requests_;
+  testhttp::UnixHttpServer server_;  // last: stops before the state above goes away
+};
+
+Reply Json(int status, const std::string& body) { return {testhttp::Response(status, body)}; }
+
+Reply Chunked(int status, const std::vector<std::string>& chunks, bool finish = true) {
+  std::string out = absl::StrCat("HTTP/1.1 ", status, " X\r\nTransfer-Encoding: chunked\r\n\r\n");
+  for (const auto& c : chunks) absl::StrAppend(&out, absl::Hex(c.size()), "\r\n", c, "\r\n");
+  if (finish) out += "0\r\n\r\n";
+  return {out, !finish};
+}
+
+common::Context Ctx() { return common::Context::WithTimeout(absl::Seconds(10)); }
+
+TEST(DockerClientImplTest, NegotiatesOnceAndPrefixesEveryPath) {
+  FakeDockerd dockerd;
+  dockerd.SetApiVersion("1.50");
+  dockerd.On("GET /v1.47/info", [](auto&) { return Json(200, R"({"ServerVersion":"28.0.0","CgroupVersion":"2"})"); });
+  dockerd.On("GET /v1.47/version", [](auto&) { return Json(200, R"({"ApiVersion":"1.50"})"); });
+  auto client = dockerd.Client();
+  auto info = client->Info(Ctx());
+  ASSERT_TRUE(info.ok()) << info.status();
+  EXPECT_EQ(info->server_version, "28.0.0");
+  auto version = client->Version(Ctx());
+  ASSERT_TRUE(version.ok()) << version.status();
+  EXPECT_EQ(version->api_version, "1.50");
+  EXPECT_EQ(dockerd.Count("GET /_ping"), 1);
+  auto ping = client->Ping(Ctx());
+  ASSERT_TRUE(ping.ok()) << ping.status();
+  EXPECT_EQ(*ping, "1.47");
+}
+
+TEST(DockerClientImplTest, TooOldDaemonIsRefusedUntilItIsUpgraded) {
+  FakeDockerd dockerd;
+  dockerd.SetApiVersion("1.40");
+  dockerd.On("GET /v1.41/info", [](auto&) { return Json(200, "{}"); });
+  auto client = dockerd.Client();
+  const absl::Status old = client->Info(Ctx()).status();
+  EXPECT_EQ(old.code(), absl::StatusCode::kFailedPrecondition);
+  EXPECT_THAT(Message(old), StartsWith("get Docker info: "));
+  EXPECT_THAT(Message(old), HasSubstr("1.41"));
+  dockerd.SetApiVersion("1.41");
+  EXPECT_TRUE(client->Info(Ctx()).ok());
+}
+
+TEST(DockerClientImplTest, UnreachableDaemonIsUnavailableNamingTheSocket) {
+  auto client = *DockerClientImpl::Create("unix:///tmp/dockershim-nowhere/docker.sock");
+  const absl::Status status = client->InspectContainer(Ctx(), "abc").status();
+  EXPECT_EQ(status.code(), absl::StatusCode::kUnavailable);
+  EXPECT_THAT(Message(status), StartsWith("inspect container abc: "));
+  EXPECT_THAT(Message(status), HasSubstr("unix:///tmp/dockershim-nowhere/docker.sock"));
+}
+
+TEST(DockerClientImplTest, ImageRefsKeepSlashesColonsAndAts) {
+  FakeDockerd dockerd;
+  const std::string path = "/v1.41/images/registry:5000/foo/bar@sha256:abcd/json";
+  dockerd.On("GET " + path, [](auto&) { return Json(200, R"({"Id":"sha256:1"})"); });
+  auto image = dockerd.Client()->InspectImage(Ctx(), "registry:5000/foo/bar@sha256:abcd");
+  ASSERT_TRUE(image.ok()) << image.status();
+  EXPECT_EQ(image->id, "sha256:1");
+}
+
+TEST(DockerClientImplTest, MissingImageIsNotFoundNamingIt) {
+  FakeDockerd dockerd;
+  const absl::Status status = dockerd.Client()->InspectImage(Ctx(), "nosuch:1").status();
+  EXPECT_EQ(status.code(), absl::StatusCode::kNotFound);
+  EXPECT_EQ(status.message(), "inspect image nosuch:1: page not found");
+}
+
+TEST(DockerClientImplTest, ListImagesFiltersByReference) {
+  FakeDockerd dockerd;
+  dockerd.On("GET /v1.41/images/json", [](auto&) { return Json(200, R"([{"Id":"sha256:1"},{"Id":"sha256:2"}])"); });
+  auto client = dockerd.Client();
+  auto images = client->ListImages(Ctx(), "busybox:latest");
+  ASSERT_TRUE(images.ok()) << images.status();
+  ASSERT_EQ(images->size(), 2u);
+  ASSERT_TRUE(client->ListImages(Ctx(), "").ok());
+  const auto requests = dockerd.requests();
+  ASSERT_EQ(requests.size(), 3u);
+  EXPECT_EQ(UrlDecode(requests[1].target), R"(/v1.41/images/json?filters={"reference":["busybox:latest"]})");
+  EXPECT_EQ(requests[2].target, "/v1.41/images/json");
+}
+
+TEST(DockerClientImplTest, ListContainersEncodesFilters) {
+  FakeDockerd dockerd;
+  dockerd.On("GET /v1.41/containers/json", [](auto&) { return Json(200, R"([{"Id":"c1","Names":["/a"]}])"); });
+  ListContainersOptions options;
+  options.label_filter = {{"io.kubernetes.docker.type", "podsandbox"}, {"app", "a b&c"}};
+  options.id = "abc";
+  options.status = "running";
+  auto containers = dockerd.Client()->ListContainers(Ctx(), options);
+  ASSERT_TRUE(containers.ok()) << containers.status();
+  ASSERT_EQ(containers->size(), 1u);
+  EXPECT_THAT((*containers)[0].names, ElementsAre("/a"));
+  const std::string target = dockerd.requests().back().target;
+  EXPECT_THAT(target, Not(HasSubstr(" ")));
+  const std::string decoded = UrlDecode(target);
+  const std::string prefix = "/v1.41/containers/json?all=1&filters=";
+  ASSERT_THAT(decoded, StartsWith(prefix));
+  EXPECT_EQ(json::parse(decoded.substr(prefix.size())),
+            json::parse(R"({"label":["app=a b&c","io.kubernetes.docker.type=podsandbox"],
+                            "id":["abc"],"status":["running"]})"));
+}
+
+TEST(DockerClientImplTest, CreateConflictIsAlreadyExists) {
+  FakeDockerd dockerd;
+  dockerd.On("POST /v1.41/containers/create", [](const ReceivedRequest& req) {
+    if (req.target.find("name=taken") != std::string::npos) {
+      return Json(409, R"({"message":"Conflict. The container name \"/taken\" is already in use"})");
+    }
+    return Json(201, R"({"Id":"new123","Warnings":[]})");
+  });
+  auto client = dockerd.Client();
+  auto id = client->CreateContainer(Ctx(), "fresh", {{"Image", "busybox"}});
+  ASSERT_TRUE(id.ok()) << id.status();
+  EXPECT_EQ(*id, "new123");
+  EXPECT_EQ(json::parse(dockerd.requests().back().body), json({{"Image", "busybox"}}));
+  const absl::Status taken = client->CreateContainer(Ctx(), "taken", {{"Image", "busybox"}}).status();
+  EXPECT_EQ(taken.code(), absl::StatusCode::kAlreadyExists);
+  EXPECT_THAT(Message(taken), StartsWith("create container taken: Conflict."));
+}
+
+TEST(DockerClientImplTest, StartAndStopTreatNotModifiedAsDone) {
+  FakeDockerd dockerd;
+  dockerd.On("POST /v1.41/containers/c1/start", [](auto&) { return Json(304, ""); });
+  dockerd.On("POST /v1.41/containers/c1/stop", [](auto&) { return Json(304, ""); });
+  auto client = dockerd.Client();
+  EXPECT_TRUE(client->StartContainer(Ctx(), "c1").ok());
+  EXPECT_TRUE(client->StopContainer(Ctx(), "c1", StopOptions{7}).ok());
+  EXPECT_EQ(dockerd.requests().back().target, "/v1.41/containers/c1/stop?t=7");
+}
+
+TEST(DockerClientImplTest, StopOutlivesAShorterCallerDeadline) {
+  FakeDockerd dockerd;
+  dockerd.On("POST /v1.41/containers/c1/stop", [](auto&) {
+    std::this_thread::sleep_for(std::chrono::milliseconds(600));  // Docker waiting for the process
+    return Json(204, "");
+  });
+  auto client = dockerd.Client();
+  ASSERT_TRUE(client->Ping(Ctx()).ok());
+  const absl::Status status =
+      client->StopContainer(common::Context::WithTimeout(absl::Milliseconds(100)), "c1", StopOptions{1});
+  EXPECT_TRUE(status.ok()) << status;
+}
+
+TEST(DockerClientImplTest, RemoveMissingContainerIsNotFound) {
+  FakeDockerd dockerd;
+  dockerd.On("DELETE /v1.41/containers/gone",
+             [](auto&) { return Json(404, R"({"message":"No such container: gone"})"); });
+  const absl::Status status = dockerd.Client()->RemoveContainer(Ctx(), "gone", true);
+  EXPECT_EQ(status.code(), absl::StatusCode::kNotFound);
+  EXPECT_EQ(status.message(), "remove container gone: No such container: gone");
+  EXPECT_EQ(dockerd.requests().back().target, "/v1.41/containers/gone?force=1&v=1");
+}
+
+TEST(DockerClientImplTest, RemoveImageInUseIsFailedPrecondition) {
+  FakeDockerd dockerd;
+  dockerd.On("DELETE /v1.41/images/busybox:latest",
+             [](auto&) { return Json(409, R"({"message":"conflict: unable to remove repository reference"})"); });
+  const absl::Status status = dockerd.Client()->RemoveImage(Ctx(), "busybox:latest", false);
+  EXPECT_EQ(status.code(), absl::StatusCode::kFailedPrecondition);
+  EXPECT_EQ(dockerd.requests().back().target, "/v1.41/images/busybox:latest?force=0&noprune=0");
+}
+
+constexpr char kSecretAuth[] = "eyJwYXNzd29yZCI6InMzY3JldCJ9";
+
+TEST(DockerClientImplTest, PullSendsAuthAndReportsEachProgressLine) {
+  FakeDockerd dockerd;
+  dockerd.On("POST /v1.41/images/create", [](auto&) {
+    return Chunked(200, {"{\"status\":\"Pulling from app\",\"id\":\"v1\"}\r\n{\"status\":\"Down",
+                         "loading\",\"progressDetail\":{\"current\":1}}\r\n", "{\"status\":\"Digest: sha256:x\"}"});
+  });
+  std::vector<std::string> statuses;
+  PullOptions options;
+  options.reference = "registry:5000/app:v1";
+  options.registry_auth = kSecretAuth;
+  options.on_progress = [&](const json& j) { statuses.push_back(j.value("status", "")); };
+  const absl::Status status = dockerd.Client()->PullImage(Ctx(), options);
+  ASSERT_TRUE(status.ok()) << status;
+  EXPECT_THAT(statuses, ElementsAre("Pulling from app", "Downloading", "Digest: sha256:x"));
+  const ReceivedRequest req = dockerd.requests().back();
+  EXPECT_EQ(UrlDecode(req.target), "/v1.41/images/create?fromImage=registry:5000/app&tag=v1");
+  EXPECT_THAT(req.head, HasSubstr(absl::StrCat("X-Registry-Auth: ", kSecretAuth)));
+}
+
+TEST(DockerClientImplTest, PullErrorLineFailsWithoutLeakingCredentials) {
+  FakeDockerd dockerd;
+  dockerd.On("POST /v1.41/images/create", [](auto&) {
+    return Chunked(200, {"{\"status\":\"Pulling from app\"}\n",
+                         "{\"errorDetail\":{\"message\":\"unauthorized: authentication required\"},"
+                         "\"error\":\"unauthorized: authentication required\"}\n"});
+  });
+  PullOptions options;
+  options.reference = "registry:5000/app@sha256:abcd";
+  options.registry_auth = kSecretAuth;
+  const absl::Status status = dockerd.Client()->PullImage(Ctx(), options);
+  EXPECT_EQ(status.code(), absl::StatusCode::kPermissionDenied);
+  EXPECT_EQ(status.message(), "pull image registry:5000/app@sha256:abcd: unauthorized: authentication required");
+  EXPECT_THAT(Message(status), Not(HasSubstr(kSecretAuth)));
+  EXPECT_EQ(UrlDecode(dockerd.requests().back().target),
+            "/v1.41/images/create?fromImage=registry:5000/app&tag=sha256:abcd");
+}
+
+TEST(DockerClientImplTest, PullHttpErrorIsMappedFromDockersMessage) {
+  FakeDockerd dockerd;
+  dockerd.On("POST /v1.41/images/create", [](auto&) {
+    return Json(404, R"({"message":"manifest for app:v9 not found: manifest unknown: manifest unknown"})");
+  });
+  PullOptions options;
+  options.reference = "app:v9";
+  const absl::Status status = dockerd.Client()->PullImage(Ctx(), options);
+  EXPECT_EQ(status.code(), absl::StatusCode::kNotFound);
+  EXPECT_THAT(Message(status), StartsWith("pull image app:v9: manifest for app:v9 not found"));
+}
+
+TEST(DockerClientImplTest, PullWithoutProgressIsCancelled) {
+  FakeDockerd dockerd;
+  dockerd.On("POST /v1.41/images/create",
+             [](auto&) { return Chunked(200, {"{\"status\":\"Pulling from app\"}\n"}, /*finish=*/false); });
+  PullOptions options;
+  options.reference = "busybox:latest";
+  options.progress_deadline = absl::Milliseconds(300);
+  const absl::Time start = absl::Now();
+  const absl::Status status = dockerd.Client()->PullImage(Ctx(), options);
+  EXPECT_EQ(status.code(), absl::StatusCode::kDeadlineExceeded);
+  EXPECT_THAT(Message(status), StartsWith("pull image busybox:latest: "));
+  EXPECT_THAT(Message(status), HasSubstr("no progress for 300ms, cancelled"));
+  EXPECT_LT(absl::Now() - start, absl::Seconds(3));
+}
+
+}  // namespace
+}  // namespace dockerclient

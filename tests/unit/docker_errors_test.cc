@@ -1,0 +1,85 @@
+#include "dockerclient/errors.h"
+
+#include <gmock/gmock.h>
+#include <gtest/gtest.h>
+
+namespace dockerclient {
+namespace {
+
+using ::testing::HasSubstr;
+
+struct CodeCase {
+  int http_status;
+  ConflictMeans conflict;
+  absl::StatusCode code;
+};
+
+class CodeForHttpStatusTest : public ::testing::TestWithParam<CodeCase> {};
+
+TEST_P(CodeForHttpStatusTest, Maps) {
+  EXPECT_EQ(CodeForHttpStatus(GetParam().http_status, GetParam().conflict), GetParam().code);
+}
+
+constexpr auto kExists = ConflictMeans::kAlreadyExists;
+constexpr auto kState = ConflictMeans::kFailedPrecondition;
+
+INSTANTIATE_TEST_SUITE_P(Table, CodeForHttpStatusTest,
+                         ::testing::Values(CodeCase{400, kState, absl::StatusCode::kInvalidArgument},
+                                           CodeCase{401, kState, absl::StatusCode::kUnauthenticated},
+                                           CodeCase{403, kState, absl::StatusCode::kPermissionDenied},
+                                           CodeCase{404, kState, absl::StatusCode::kNotFound},
+                                           CodeCase{409, kExists, absl::StatusCode::kAlreadyExists},
+                                           CodeCase{409, kState, absl::StatusCode::kFailedPrecondition},
+                                           CodeCase{304, kState, absl::StatusCode::kFailedPrecondition},
+                                           CodeCase{408, kState, absl::StatusCode::kDeadlineExceeded},
+                                           CodeCase{504, kState, absl::StatusCode::kDeadlineExceeded},
+                                           CodeCase{501, kState, absl::StatusCode::kUnimplemented},
+                                           CodeCase{503, kState, absl::StatusCode::kUnavailable},
+                                           CodeCase{500, kState, absl::StatusCode::kInternal},
+                                           CodeCase{418, kExists, absl::StatusCode::kInternal}));
+
+TEST(DockerErrorMessageTest, ExtractsMessage) {
+  EXPECT_EQ(DockerErrorMessage(R"({"message":"No such container: abc123"})"), "No such container: abc123");
+  EXPECT_EQ(DockerErrorMessage("  page not found\n"), "page not found");
+  EXPECT_EQ(DockerErrorMessage(R"({"message": 42})"), R"({"message": 42})");
+  EXPECT_EQ(DockerErrorMessage(R"({"other":"x"})"), R"({"other":"x"})");
+  EXPECT_EQ(DockerErrorMessage(""), "");
+}
+
+TEST(HttpErrorTest, NamesOperationAndKeepsDockersMessage) {
+  const absl::Status s = HttpError(404, R"({"message":"No such container: abc123"})", "inspect container abc123");
+  EXPECT_EQ(s.code(), absl::StatusCode::kNotFound);
+  EXPECT_EQ(s.message(), "inspect container abc123: No such container: abc123");
+}
+
+TEST(HttpErrorTest, ConflictOnCreateIsAlreadyExists) {
+  const absl::Status s = HttpError(409, R"({"message":"Conflict. The container name \"/x\" is already in use"})",
+                                   "create container x", ConflictMeans::kAlreadyExists);
+  EXPECT_EQ(s.code(), absl::StatusCode::kAlreadyExists);
+  EXPECT_THAT(s.message(), HasSubstr("already in use"));
+}
+
+TEST(HttpErrorTest, EmptyBodyNamesTheStatus) {
+  const absl::Status s = HttpError(500, "", "list images");
+  EXPECT_EQ(s.code(), absl::StatusCode::kInternal);
+  EXPECT_EQ(s.message(), "list images: HTTP 500");
+}
+
+TEST(TransportErrorsTest, ConnectErrorIsUnavailableNamingTheEndpoint) {
+  const absl::Status s = ConnectError("unix:///var/run/docker.sock", "connection refused");
+  EXPECT_EQ(s.code(), absl::StatusCode::kUnavailable);
+  EXPECT_THAT(s.message(), HasSubstr("unix:///var/run/docker.sock"));
+  EXPECT_THAT(s.message(), HasSubstr("connection refused"));
+}
+
+TEST(TransportErrorsTest, DeadlineAndCancelNameTheOperation) {
+  const absl::Status deadline = DeadlineError("stop container abc");
+  EXPECT_EQ(deadline.code(), absl::StatusCode::kDeadlineExceeded);
+  EXPECT_THAT(deadline.message(), HasSubstr("stop container abc"));
+  const absl::Status cancelled = CancelledError("pull image busybox");
+  EXPECT_EQ(cancelled.code(), absl::StatusCode::kCancelled);
+  EXPECT_THAT(cancelled.message(), HasSubstr("pull image busybox"));
+}
+
+}  // namespace
+}  // namespace dockerclient

@@ -1,0 +1,230 @@
+#include "dockerclient/types.h"
+
+#include <gmock/gmock.h>
+#include <gtest/gtest.h>
+
+namespace dockerclient {
+namespace {
+
+using nlohmann::json;
+using ::testing::ElementsAre;
+using ::testing::IsEmpty;
+using ::testing::Pair;
+
+TEST(DockerTypesTest, ParseVersion) {
+  const VersionInfo v = ParseVersion(json::parse(R"({
+    "Version": "20.10.24+dfsg1", "ApiVersion": "1.41", "MinAPIVersion": "1.12",
+    "Os": "linux", "Arch": "amd64", "KernelVersion": "6.1.0-18-amd64", "GoVersion": "go1.19.8"})"));
+  EXPECT_EQ(v.version, "20.10.24+dfsg1");
+  EXPECT_EQ(v.api_version, "1.41");
+  EXPECT_EQ(v.min_api_version, "1.12");
+  EXPECT_EQ(v.os, "linux");
+  EXPECT_EQ(v.arch, "amd64");
+  EXPECT_EQ(v.kernel_version, "6.1.0-18-amd64");
+}
+
+TEST(DockerTypesTest, ParseInfo) {
+  const json j = json::parse(R"js({
+    "ID": "ABCD:EFGH", "Name": "node-1", "DockerRootDir": "/var/lib/docker", "Driver": "overlay2",
+    "CgroupDriver": "systemd", "CgroupVersion": "2", "DefaultRuntime": "runc",
+    "Runtimes": {"runc": {"path": "runc"}, "io.containerd.runc.v2": {"path": "runc"}},
+    "ServerVersion": "24.0.7", "KernelVersion": "6.1.0", "OperatingSystem": "Debian GNU/Linux 12 (bookworm)"})js");
+  const SystemInfo s = ParseInfo(j);
+  EXPECT_EQ(s.id, "ABCD:EFGH");
+  EXPECT_EQ(s.name, "node-1");
+  EXPECT_EQ(s.docker_root_dir, "/var/lib/docker");
+  EXPECT_EQ(s.driver, "overlay2");
+  EXPECT_EQ(s.cgroup_driver, "systemd");
+  EXPECT_EQ(s.cgroup_version, "2");
+  EXPECT_EQ(s.default_runtime, "runc");
+  EXPECT_THAT(s.runtimes, ElementsAre("io.containerd.runc.v2", "runc"));
+  EXPECT_EQ(s.server_version, "24.0.7");
+  EXPECT_EQ(s.kernel_version, "6.1.0");
+  EXPECT_EQ(s.operating_system, "Debian GNU/Linux 12 (bookworm)");
+  EXPECT_EQ(s.raw, j);
+}
+
+TEST(DockerTypesTest, ParseImageSummary) {
+  const ImageSummary s = ParseImageSummary(json::parse(R"({
+    "Id": "sha256:aaa", "RepoTags": ["busybox:latest", "busybox:1.36"],
+    "RepoDigests": ["busybox@sha256:bbb"], "Size": 4261550, "Created": 1700000000,
+    "Labels": {"maintainer": "me"}, "Containers": -1})"));
+  EXPECT_EQ(s.id, "sha256:aaa");
+  EXPECT_THAT(s.repo_tags, ElementsAre("busybox:latest", "busybox:1.36"));
+  EXPECT_THAT(s.repo_digests, ElementsAre("busybox@sha256:bbb"));
+  EXPECT_EQ(s.size, 4261550);
+  EXPECT_EQ(s.created, 1700000000);
+  EXPECT_THAT(s.labels, ElementsAre(Pair("maintainer", "me")));
+}
+
+TEST(DockerTypesTest, ParseImageInspect) {
+  const json j = json::parse(R"({
+    "Id": "sha256:aaa", "RepoTags": ["registry:5000/app:v1"], "RepoDigests": [],
+    "Size": 1234, "Created": "2023-11-14T22:13:20.123Z", "Os": "linux", "Architecture": "arm64",
+    "Config": {"User": "1000:1000", "Env": ["PATH=/bin", "A=b"], "Entrypoint": ["/init"],
+               "Cmd": ["serve", "--port=80"], "WorkingDir": "/app", "Labels": {"a": "1", "b": "2"},
+               "Volumes": {"/data": {}, "/cache": {}}, "StopSignal": "SIGQUIT"}})");
+  const ImageInspect i = ParseImageInspect(j);
+  EXPECT_EQ(i.id, "sha256:aaa");
+  EXPECT_THAT(i.repo_tags, ElementsAre("registry:5000/app:v1"));
+  EXPECT_THAT(i.repo_digests, IsEmpty());
+  EXPECT_EQ(i.size, 1234);
+  EXPECT_EQ(i.created, "2023-11-14T22:13:20.123Z");
+  EXPECT_EQ(i.os, "linux");
+  EXPECT_EQ(i.architecture, "arm64");
+  EXPECT_EQ(i.config.user, "1000:1000");
+  EXPECT_THAT(i.config.env, ElementsAre("PATH=/bin", "A=b"));
+  EXPECT_THAT(i.config.entrypoint, ElementsAre("/init"));
+  EXPECT_THAT(i.config.cmd, ElementsAre("serve", "--port=80"));
+  EXPECT_EQ(i.config.working_dir, "/app");
+  EXPECT_THAT(i.config.labels, ElementsAre(Pair("a", "1"), Pair("b", "2")));
+  EXPECT_THAT(i.config.volumes, ElementsAre("/cache", "/data"));
+  EXPECT_EQ(i.config.stop_signal, "SIGQUIT");
+  EXPECT_EQ(i.raw, j);
+}
+
+TEST(DockerTypesTest, ImageInspectWithNullConfigAndLists) {
+  const ImageInspect i = ParseImageInspect(json::parse(R"({
+    "Id": "sha256:aaa", "RepoTags": null, "RepoDigests": null, "Config": null})"));
+  EXPECT_EQ(i.id, "sha256:aaa");
+  EXPECT_THAT(i.repo_tags, IsEmpty());
+  EXPECT_THAT(i.repo_digests, IsEmpty());
+  EXPECT_TRUE(i.config.cmd.empty());
+  EXPECT_TRUE(i.config.labels.empty());
+  EXPECT_TRUE(i.config.volumes.empty());
+
+  const ImageInspect nulls = ParseImageInspect(json::parse(R"({"Config": {
+    "Env": null, "Entrypoint": null, "Cmd": null, "Labels": null, "Volumes": null, "User": null}})"));
+  EXPECT_TRUE(nulls.config.env.empty());
+  EXPECT_TRUE(nulls.config.entrypoint.empty());
+  EXPECT_TRUE(nulls.config.user.empty());
+}
+
+TEST(DockerTypesTest, EntrypointAsLoneStringIsOneElement) {
+  const ImageInspect i = ParseImageInspect(json::parse(R"({"Config": {"Entrypoint": "/bin/sh"}})"));
+  EXPECT_THAT(i.config.entrypoint, ElementsAre("/bin/sh"));
+}
+
+TEST(DockerTypesTest, ParseContainerSummary) {
+  const ContainerSummary s = ParseContainerSummary(json::parse(R"({
+    "Id": "abc123", "Names": ["/k8s_POD_web_default_uid_0"], "Image": "pause:3.9", "ImageID": "sha256:ppp",
+    "Created": 1700000001, "State": "running", "Status": "Up 5 minutes",
+    "Labels": {"io.kubernetes.docker.type": "podsandbox"}})"));
+  EXPECT_EQ(s.id, "abc123");
+  EXPECT_THAT(s.names, ElementsAre("/k8s_POD_web_default_uid_0"));
+  EXPECT_EQ(s.image, "pause:3.9");
+  EXPECT_EQ(s.image_id, "sha256:ppp");
+  EXPECT_EQ(s.created, 1700000001);
+  EXPECT_EQ(s.state, "running");
+  EXPECT_EQ(s.status, "Up 5 minutes");
+  EXPECT_THAT(s.labels, ElementsAre(Pair("io.kubernetes.docker.type", "podsandbox")));
+}
+
+TEST(DockerTypesTest, ParseContainerInspect) {
+  const json j = json::parse(R"({
+    "Id": "abc123", "Name": "/web", "Created": "2023-11-14T22:13:20Z", "Image": "sha256:iii",
+    "LogPath": "/var/lib/docker/containers/abc123/abc123-json.log",
+    "State": {"Status": "exited", "Running": false, "Paused": false, "Restarting": false,
+              "OOMKilled": true, "Dead": false, "Pid": 0, "ExitCode": 137, "Error": "",
+              "StartedAt": "2023-11-14T22:13:21Z", "FinishedAt": "2023-11-14T22:14:00Z"},
+    "Config": {"Image": "nginx:1.25", "Hostname": "web-0", "Labels": {"k": "v"}, "Env": ["A=1"]},
+    "HostConfig": {"NetworkMode": "container:def456"},
+    "NetworkSettings": {"IPAddress": "172.17.0.2", "GlobalIPv6Address": "fd00::2",
+                        "SandboxKey": "/var/run/docker/netns/1a2b", "Networks": {}},
+    "Mounts": [{"Type": "bind", "Source": "/host", "Destination": "/data", "Mode": "ro", "RW": false,
+                "Propagation": "rprivate"},
+               {"Type": "volume", "Source": "/var/lib/docker/volumes/x", "Destination": "/x"}]})");
+  const ContainerInspect c = ParseContainerInspect(j);
+  EXPECT_EQ(c.id, "abc123");
+  EXPECT_EQ(c.name, "/web");
+  EXPECT_EQ(c.created, "2023-11-14T22:13:20Z");
+  EXPECT_EQ(c.image, "sha256:iii");
+  EXPECT_EQ(c.log_path, "/var/lib/docker/containers/abc123/abc123-json.log");
+  EXPECT_EQ(c.state.status, "exited");
+  EXPECT_FALSE(c.state.running);
+  EXPECT_TRUE(c.state.oom_killed);
+  EXPECT_EQ(c.state.exit_code, 137);
+  EXPECT_EQ(c.state.started_at, "2023-11-14T22:13:21Z");
+  EXPECT_EQ(c.state.finished_at, "2023-11-14T22:14:00Z");
+  EXPECT_EQ(c.config_image, "nginx:1.25");
+  EXPECT_EQ(c.hostname, "web-0");
+  EXPECT_THAT(c.labels, ElementsAre(Pair("k", "v")));
+  EXPECT_THAT(c.env, ElementsAre("A=1"));
+  EXPECT_EQ(c.network_mode, "container:def456");
+  EXPECT_EQ(c.ip_address, "172.17.0.2");
+  EXPECT_EQ(c.ipv6_address, "fd00::2");
+  EXPECT_EQ(c.sandbox_key, "/var/run/docker/netns/1a2b");
+  ASSERT_EQ(c.mounts.size(), 2u);
+  EXPECT_EQ(c.mounts[0].type, "bind");
+  EXPECT_EQ(c.mounts[0].source, "/host");
+  EXPECT_EQ(c.mounts[0].destination, "/data");
+  EXPECT_EQ(c.mounts[0].mode, "ro");
+  EXPECT_FALSE(c.mounts[0].rw);
+  EXPECT_EQ(c.mounts[0].propagation, "rprivate");
+  EXPECT_TRUE(c.mounts[1].rw);  // absent RW keeps the default
+  EXPECT_EQ(c.raw, j);
+}
+
+TEST(DockerTypesTest, ContainerAddressFallsBackToFirstNetworkWithOne) {
+  const ContainerInspect c = ParseContainerInspect(json::parse(R"({"NetworkSettings": {
+    "IPAddress": "", "Networks": {"a-none": {"IPAddress": ""},
+                                  "bridge2": {"IPAddress": "10.0.0.5", "GlobalIPv6Address": "fd00::5"}}}})"));
+  EXPECT_EQ(c.ip_address, "10.0.0.5");
+  EXPECT_EQ(c.ipv6_address, "fd00::5");
+}
+
+TEST(DockerTypesTest, RunningContainerState) {
+  const ContainerInspect c = ParseContainerInspect(json::parse(R"({"State": {
+    "Status": "running", "Running": true, "Paused": true, "Restarting": true, "Dead": true, "Pid": 4242,
+    "Error": "oops"}})"));
+  EXPECT_TRUE(c.state.running);
+  EXPECT_TRUE(c.state.paused);
+  EXPECT_TRUE(c.state.restarting);
+  EXPECT_TRUE(c.state.dead);
+  EXPECT_EQ(c.state.pid, 4242);
+  EXPECT_EQ(c.state.error, "oops");
+}
+
+// Absent, null and mistyped fields keep their defaults; nothing throws.
+class LenientParseTest : public ::testing::TestWithParam<const char*> {};
+
+TEST_P(LenientParseTest, KeepsDefaults) {
+  const json j = json::parse(GetParam());
+  const ContainerInspect c = ParseContainerInspect(j);
+  EXPECT_EQ(c.id, "");
+  EXPECT_EQ(c.state.pid, 0);
+  EXPECT_FALSE(c.state.running);
+  EXPECT_TRUE(c.labels.empty());
+  EXPECT_TRUE(c.mounts.empty());
+  EXPECT_EQ(c.ip_address, "");
+  EXPECT_EQ(c.raw, j);
+  const ImageInspect i = ParseImageInspect(j);
+  EXPECT_EQ(i.size, 0);
+  EXPECT_TRUE(i.repo_tags.empty());
+  EXPECT_TRUE(i.config.env.empty());
+  const ContainerSummary s = ParseContainerSummary(j);
+  EXPECT_TRUE(s.names.empty());
+  EXPECT_EQ(s.created, 0);
+  const ImageSummary is = ParseImageSummary(j);
+  EXPECT_TRUE(is.labels.empty());
+  const SystemInfo info = ParseInfo(j);
+  EXPECT_TRUE(info.runtimes.empty());
+  EXPECT_EQ(ParseVersion(j).api_version, "");
+}
+
+INSTANTIATE_TEST_SUITE_P(
+    Inputs, LenientParseTest,
+    ::testing::Values(
+        "{}", "null", "[]", "\"text\"", "42",
+        R"({"Id": null, "State": null, "Config": null, "HostConfig": null, "NetworkSettings": null,
+            "Mounts": null, "Labels": null, "Names": null, "RepoTags": null, "Runtimes": null})",
+        R"({"Id": 7, "State": {"Pid": "12", "Running": "yes"}, "Config": {"Labels": {"a": 1}, "Env": [1, 2]},
+            "NetworkSettings": {"Networks": [1]}, "Mounts": {"a": 1}, "Size": "big", "Created": {},
+            "Names": 5, "RepoTags": [null], "Runtimes": ["runc"], "ApiVersion": 1.41})"));
+
+TEST(DockerTypesTest, FloatSizesAreAccepted) {
+  EXPECT_EQ(ParseImageSummary(json::parse(R"({"Size": 12.0, "Created": 1.7e9})")).size, 12);
+}
+
+}  // namespace
+}  // namespace dockerclient

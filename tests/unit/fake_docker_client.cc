@@ -1,0 +1,338 @@
+#include "tests/unit/fake_docker_client.h"
+
+#include <algorithm>
+#include <cstdio>
+#include <functional>
+
+#include "absl/strings/match.h"
+#include "absl/strings/str_cat.h"
+#include "absl/strings/str_format.h"
+
+namespace testing_fakes {
+
+std::string FakeNormalize(const std::string& ref) {
+  std::string name = ref, suffix;
+  if (auto at = name.find('@'); at != std::string::npos) {
+    suffix = name.substr(at);
+    name = name.substr(0, at);
+  } else {
+    auto slash = name.rfind('/');
+    auto colon = name.rfind(':');
+    if (colon != std::string::npos && (slash == std::string::npos || colon > slash)) {
+      suffix = name.substr(colon);
+      name = name.substr(0, colon);
+    } else {
+      suffix = ":latest";
+    }
+  }
+  auto first = name.find('/');
+  std::string head = first == std::string::npos ? "" : name.substr(0, first);
+  bool has_domain = absl::StrContains(head, ".") || absl::StrContains(head, ":") || head == "localhost";
+  if (!has_domain) name = absl::StrCat("docker.io/", first == std::string::npos ? "library/" : "", name);
+  return name + suffix;
+}
+
+namespace {
+std::string FakeId(int n) { return absl::StrFormat("sha256:%064x", n); }
+}  // namespace
+
+FakeDockerClient::FakeDockerClient() {
+  version.version = "20.10.24";
+  version.api_version = "1.41";
+  info.docker_root_dir = "/var/lib/docker";
+  info.driver = "overlay2";
+  info.cgroup_driver = "cgroupfs";
+  info.cgroup_version = "2";
+  info.default_runtime = "runc";
+  info.runtimes = {"runc"};
+}
+
+std::string FakeDockerClient::AddImage(const std::vector<std::string>& tags, const std::string& user, int64_t size,
+                                       const std::vector<std::string>& digests) {
+  std::lock_guard lock(mu_);
+  dockerclient::ImageInspect image;
+  image.id = FakeId(next_id_++);
+  image.repo_tags = tags;
+  image.repo_digests = digests;
+  image.size = size;
+  image.config.user = user;
+  image.created = "2026-01-01T00:00:00Z";
+  image.raw = {{"Id", image.id}, {"RepoTags", tags}};
+  // A tag belongs to one image: move it, as Docker does.
+  for (auto& [id, other] : images_) {
+    std::erase_if(other.repo_tags, [&](const std::string& t) {
+      return std::find(tags.begin(), tags.end(), t) != tags.end();
+    });
+  }
+  images_[image.id] = image;
+  return image.id;
+}
+
+void FakeDockerClient::AddPullableImage(const std::string& reference, const std::string& user) {
+  std::lock_guard lock(mu_);
+  pullable_[FakeNormalize(reference)] = user;
+}
+
+void FakeDockerClient::FailOperation(const std::string& op, absl::Status status) {
+  std::lock_guard lock(mu_);
+  failures_[op] = std::move(status);
+}
+
+void FakeDockerClient::ClearFailures() {
+  std::lock_guard lock(mu_);
+  failures_.clear();
+}
+
+std::vector<std::string> FakeDockerClient::Calls() const {
+  std::lock_guard lock(mu_);
+  return calls_;
+}
+
+int FakeDockerClient::CallCount(const std::string& op) const {
+  std::lock_guard lock(mu_);
+  return static_cast<int>(std::count(calls_.begin(), calls_.end(), op));
+}
+
+std::string FakeDockerClient::LastRegistryAuth() const {
+  std::lock_guard lock(mu_);
+  return last_registry_auth_;
+}
+
+std::map<std::string, FakeDockerClient::FakeContainer> FakeDockerClient::Containers() const {
+  std::lock_guard lock(mu_);
+  return containers_;
+}
+
+bool FakeDockerClient::HasImage(const std::string& ref) const {
+  std::lock_guard lock(mu_);
+  return !FindImageId(ref).empty();
+}
+
+absl::Status FakeDockerClient::Record(const std::string& op) {
+  calls_.push_back(op);
+  auto it = failures_.find(op);
+  return it == failures_.end() ? absl::OkStatus() : it->second;
+}
+
+std::string FakeDockerClient::FindImageId(const std::string& ref) const {
+  for (const auto& [id, image] : images_) {
+    if (id == ref || id == "sha256:" + ref) return id;
+    if (ref.size() >= 4 && absl::StartsWith(id.substr(7), ref)) return id;
+    for (const auto& tag : image.repo_tags)
+      if (FakeNormalize(tag) == FakeNormalize(ref)) return id;
+    for (const auto& digest : image.repo_digests)
+      if (FakeNormalize(digest) == FakeNormalize(ref)) return id;
+  }
+  return "";
+}
+
+std::string FakeDockerClient::FindContainerId(const std::string& id_or_name) const {
+  for (const auto& [id, c] : containers_) {
+    if (id == id_or_name || c.inspect.name == "/" + id_or_name || c.inspect.name == id_or_name) return id;
+    if (id_or_name.size() >= 4 && absl::StartsWith(id, id_or_name)) return id;
+  }
+  return "";
+}
+
+absl::StatusOr<std::string> FakeDockerClient::Ping(const common::Context&) {
+  std::lock_guard lock(mu_);
+  if (auto s = Record("Ping"); !s.ok()) return s;
+  return version.api_version;
+}
+
+absl::StatusOr<dockerclient::VersionInfo> FakeDockerClient::Version(const common::Context&) {
+  std::lock_guard lock(mu_);
+  if (auto s = Record("Version"); !s.ok()) return s;
+  return version;
+}
+
+absl::StatusOr<dockerclient::SystemInfo> FakeDockerClient::Info(const common::Context&) {
+  std::lock_guard lock(mu_);
+  if (auto s = Record("Info"); !s.ok()) return s;
+  return info;
+}
+
+absl::StatusOr<std::vector<dockerclient::ImageSummary>> FakeDockerClient::ListImages(
+    const common::Context&, const std::string& reference_filter) {
+  std::lock_guard lock(mu_);
+  if (auto s = Record("ListImages"); !s.ok()) return s;
+  std::vector<dockerclient::ImageSummary> out;
+  for (const auto& [id, image] : images_) {
+    if (!reference_filter.empty()) {
+      // Docker matches a filter without tag against every tag of the repository.
+      const std::string wanted = FakeNormalize(reference_filter);
+      const auto slash = reference_filter.rfind('/');
+      const auto colon = reference_filter.rfind(':');
+      const bool has_tag = colon != std::string::npos && (slash == std::string::npos || colon > slash);
+      const std::string wanted_repo = wanted.substr(0, wanted.rfind(':'));
+      bool match = std::any_of(image.repo_tags.begin(), image.repo_tags.end(), [&](const std::string& tag) {
+        const std::string normalized = FakeNormalize(tag);
+        return has_tag ? normalized == wanted : normalized.substr(0, normalized.rfind(':')) == wanted_repo;
+      });
+      if (!match) continue;
+    }
+    dockerclient::ImageSummary s;
+    s.id = id;
+    s.repo_tags = image.repo_tags;
+    s.repo_digests = image.repo_digests;
+    s.size = image.size;
+    out.push_back(std::move(s));
+  }
+  return out;
+}
+
+absl::StatusOr<dockerclient::ImageInspect> FakeDockerClient::InspectImage(const common::Context&,
+                                                                          const std::string& ref) {
+  std::lock_guard lock(mu_);
+  if (auto s = Record("InspectImage"); !s.ok()) return s;
+  std::string id = FindImageId(ref);
+  if (id.empty()) return absl::NotFoundError(absl::StrCat("inspect image ", ref, ": No such image: ", ref));
+  return images_.at(id);
+}
+
+absl::Status FakeDockerClient::PullImage(const common::Context&, const dockerclient::PullOptions& options) {
+  std::string user;
+  {
+    std::lock_guard lock(mu_);
+    last_registry_auth_ = options.registry_auth;
+    if (auto s = Record("PullImage"); !s.ok()) return s;
+    auto it = pullable_.find(FakeNormalize(options.reference));
+    if (it == pullable_.end())
+      return absl::NotFoundError(absl::StrCat("pull image ", options.reference, ": manifest unknown"));
+    user = it->second;
+  }
+  if (options.on_progress) options.on_progress({{"status", "Pulling fs layer"}});
+  AddImage({options.reference}, user);
+  return absl::OkStatus();
+}
+
+absl::Status FakeDockerClient::RemoveImage(const common::Context&, const std::string& ref, bool force) {
+  std::lock_guard lock(mu_);
+  if (auto s = Record("RemoveImage"); !s.ok()) return s;
+  std::string id = FindImageId(ref);
+  if (id.empty()) return absl::NotFoundError(absl::StrCat("remove image ", ref, ": No such image: ", ref));
+  auto& image = images_.at(id);
+  bool by_id = absl::StartsWith(id, ref) || absl::StartsWith(id.substr(7), ref);
+  if (!by_id) {
+    std::erase_if(image.repo_tags, [&](const std::string& t) { return FakeNormalize(t) == FakeNormalize(ref); });
+    if (!image.repo_tags.empty()) return absl::OkStatus();
+  } else if (image.repo_tags.size() > 1 && !force) {
+    return absl::FailedPreconditionError(
+        absl::StrCat("remove image ", ref, ": conflict: image is referenced in multiple repositories"));
+  }
+  for (const auto& [cid, c] : containers_)
+    if (c.inspect.image == id)
+      return absl::FailedPreconditionError(absl::StrCat("remove image ", ref, ": image is being used by ", cid));
+  images_.erase(id);
+  return absl::OkStatus();
+}
+
+absl::StatusOr<std::vector<dockerclient::ContainerSummary>> FakeDockerClient::ListContainers(
+    const common::Context&, const dockerclient::ListContainersOptions& options) {
+  std::lock_guard lock(mu_);
+  if (auto s = Record("ListContainers"); !s.ok()) return s;
+  std::vector<dockerclient::ContainerSummary> out;
+  for (const auto& [id, c] : containers_) {
+    const auto& in = c.inspect;
+    if (!options.all && !in.state.running) continue;
+    if (options.id && !absl::StartsWith(id, *options.id)) continue;
+    if (options.status && in.state.status != *options.status) continue;
+    bool labels_match = std::all_of(options.label_filter.begin(), options.label_filter.end(), [&](const auto& kv) {
+      auto it = in.labels.find(kv.first);
+      return it != in.labels.end() && it->second == kv.second;
+    });
+    if (!labels_match) continue;
+    dockerclient::ContainerSummary s;
+    s.id = id;
+    s.names = {in.name};
+    s.image = in.config_image;
+    s.image_id = in.image;
+    s.state = in.state.status;
+    s.labels = in.labels;
+    s.created = 1700000000;
+    out.push_back(std::move(s));
+  }
+  return out;
+}
+
+absl::StatusOr<dockerclient::ContainerInspect> FakeDockerClient::InspectContainer(const common::Context&,
+                                                                                  const std::string& id) {
+  std::lock_guard lock(mu_);
+  if (auto s = Record("InspectContainer"); !s.ok()) return s;
+  std::string found = FindContainerId(id);
+  if (found.empty()) return absl::NotFoundError(absl::StrCat("inspect container ", id, ": No such container: ", id));
+  return containers_.at(found).inspect;
+}
+
+absl::StatusOr<std::string> FakeDockerClient::CreateContainer(const common::Context&, const std::string& name,
+                                                              const nlohmann::json& body) {
+  std::lock_guard lock(mu_);
+  if (auto s = Record("CreateContainer"); !s.ok()) return s;
+  if (!FindContainerId(name).empty())
+    return absl::AlreadyExistsError(absl::StrCat("create container ", name, ": name already in use"));
+  std::string image_ref = body.value("Image", "");
+  std::string image_id = FindImageId(image_ref);
+  if (image_id.empty())
+    return absl::NotFoundError(absl::StrCat("create container ", name, ": No such image: ", image_ref));
+  FakeContainer c;
+  char buf[65];
+  std::snprintf(buf, sizeof(buf), "%064x", 0xc0000 + next_id_++);
+  c.inspect.id = buf;
+  c.inspect.name = "/" + name;
+  c.inspect.created = "2026-01-01T00:00:00.000000001Z";
+  c.inspect.image = image_id;
+  c.inspect.config_image = image_ref;
+  c.inspect.state.status = "created";
+  c.inspect.state.started_at = c.inspect.state.finished_at = "0001-01-01T00:00:00Z";
+  if (body.contains("Labels") && body["Labels"].is_object())
+    for (auto& [k, v] : body["Labels"].items()) c.inspect.labels[k] = v.get<std::string>();
+  c.inspect.hostname = body.value("Hostname", "");
+  if (body.contains("HostConfig")) c.inspect.network_mode = body["HostConfig"].value("NetworkMode", "");
+  c.create_body = body;
+  std::string id = c.inspect.id;
+  containers_[id] = std::move(c);
+  return id;
+}
+
+absl::Status FakeDockerClient::StartContainer(const common::Context&, const std::string& id) {
+  std::lock_guard lock(mu_);
+  if (auto s = Record("StartContainer"); !s.ok()) return s;
+  std::string found = FindContainerId(id);
+  if (found.empty()) return absl::NotFoundError(absl::StrCat("start container ", id, ": No such container"));
+  auto& st = containers_.at(found).inspect.state;
+  st.status = "running";
+  st.running = true;
+  st.pid = 4242;
+  st.started_at = "2026-01-01T00:00:01.000000001Z";
+  containers_.at(found).inspect.sandbox_key = "/var/run/docker/netns/fake" + found.substr(0, 12);
+  return absl::OkStatus();
+}
+
+absl::Status FakeDockerClient::StopContainer(const common::Context&, const std::string& id,
+                                             const dockerclient::StopOptions&) {
+  std::lock_guard lock(mu_);
+  if (auto s = Record("StopContainer"); !s.ok()) return s;
+  std::string found = FindContainerId(id);
+  if (found.empty()) return absl::NotFoundError(absl::StrCat("stop container ", id, ": No such container"));
+  auto& st = containers_.at(found).inspect.state;
+  if (st.running) {
+    st.status = "exited";
+    st.running = false;
+    st.pid = 0;
+    st.finished_at = "2026-01-01T00:00:02.000000001Z";
+  }
+  return absl::OkStatus();
+}
+
+absl::Status FakeDockerClient::RemoveContainer(const common::Context&, const std::string& id, bool force) {
+  std::lock_guard lock(mu_);
+  if (auto s = Record("RemoveContainer"); !s.ok()) return s;
+  std::string found = FindContainerId(id);
+  if (found.empty()) return absl::NotFoundError(absl::StrCat("remove container ", id, ": No such container"));
+  if (containers_.at(found).inspect.state.running && !force)
+    return absl::FailedPreconditionError("remove container: container is running");
+  containers_.erase(found);
+  return absl::OkStatus();
+}
+
+}  // namespace testing_fakes

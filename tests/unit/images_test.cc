@@ -1,0 +1,192 @@
+// ImageService logic on the fake Docker client.
+#include <gtest/gtest.h>
+
+#include <filesystem>
+#include <fstream>
+
+#include "shim/cri_service.h"
+#include "tests/unit/fake_docker_client.h"
+#include "tests/unit/fake_network.h"
+
+namespace shim {
+namespace {
+
+using testing_fakes::FakeDockerClient;
+using testing_fakes::FakeNetwork;
+
+class ImagesTest : public ::testing::Test {
+ protected:
+  ImagesTest() : service_(MakeOptions(), docker_, network_) {}
+  static Options MakeOptions() {
+    Options o;
+    o.pod_infra_image = "registry.k8s.io/pause:3.10";
+    return o;
+  }
+  common::Context ctx_ = common::Context::WithTimeout(absl::Seconds(5));
+  FakeDockerClient docker_;
+  FakeNetwork network_;
+  CriService service_;
+};
+
+v1::ImageStatusRequest StatusOf(const std::string& image) {
+  v1::ImageStatusRequest req;
+  req.mutable_image()->set_image(image);
+  return req;
+}
+
+TEST_F(ImagesTest, StatusOfAbsentImageIsEmptyNotError) {
+  auto resp = service_.ImageStatus(ctx_, StatusOf("busybox:nope"));
+  ASSERT_TRUE(resp.ok()) << resp.status();
+  EXPECT_FALSE(resp->has_image());
+}
+
+TEST_F(ImagesTest, StatusRejectsEmptyAndMalformed) {
+  EXPECT_EQ(service_.ImageStatus(ctx_, StatusOf("")).status().code(), absl::StatusCode::kInvalidArgument);
+  EXPECT_EQ(service_.ImageStatus(ctx_, StatusOf("Not/Valid")).status().code(), absl::StatusCode::kInvalidArgument);
+  EXPECT_EQ(docker_.CallCount("InspectImage"), 0);
+}
+
+TEST_F(ImagesTest, StatusByNameAndIdAgree) {
+  std::string id = docker_.AddImage({"busybox:latest", "busybox:1.0"}, "www-data:www-data");
+  auto by_name = service_.ImageStatus(ctx_, StatusOf("busybox"));
+  auto by_id = service_.ImageStatus(ctx_, StatusOf(id));
+  ASSERT_TRUE(by_name.ok() && by_id.ok());
+  EXPECT_EQ(by_name->image().SerializeAsString(), by_id->image().SerializeAsString());
+  EXPECT_EQ(by_name->image().username(), "www-data");
+  EXPECT_FALSE(by_name->image().has_uid());
+  EXPECT_EQ(by_name->image().repo_tags_size(), 2);
+  EXPECT_TRUE(by_name->info().empty());
+}
+
+TEST_F(ImagesTest, VerboseStatusHasInfo) {
+  docker_.AddImage({"busybox:latest"});
+  auto req = StatusOf("busybox");
+  req.set_verbose(true);
+  auto resp = service_.ImageStatus(ctx_, req);
+  ASSERT_TRUE(resp.ok());
+  ASSERT_TRUE(resp->info().contains("info"));
+  EXPECT_TRUE(nlohmann::json::accept(resp->info().at("info")));
+}
+
+TEST_F(ImagesTest, PauseImageIsPinned) {
+  docker_.AddImage({"registry.k8s.io/pause:3.10"});
+  docker_.AddImage({"busybox:latest"});
+  auto list = service_.ListImages(ctx_, v1::ListImagesRequest());
+  ASSERT_TRUE(list.ok());
+  ASSERT_EQ(list->images_size(), 2);
+  for (const auto& image : list->images())
+    EXPECT_EQ(image.pinned(), image.repo_tags(0) == "registry.k8s.io/pause:3.10");
+}
+
+TEST_F(ImagesTest, ListWithFilter) {
+  docker_.AddImage({"busybox:latest"});
+  docker_.AddImage({"busybox:1.0"});
+  std::string other = docker_.AddImage({"127.0.0.1:5000/other:latest"});
+  v1::ListImagesRequest req;
+  req.mutable_filter()->mutable_image()->set_image("busybox");
+  auto list = service_.ListImages(ctx_, req);
+  ASSERT_TRUE(list.ok());
+  EXPECT_EQ(list->images_size(), 2) << "a filter without tag matches every tag";
+
+  req.mutable_filter()->mutable_image()->set_image("busybox:1.0");
+  EXPECT_EQ(service_.ListImages(ctx_, req)->images_size(), 1);
+
+  req.mutable_filter()->mutable_image()->set_image(other);
+  list = service_.ListImages(ctx_, req);
+  ASSERT_EQ(list->images_size(), 1);
+  EXPECT_EQ(list->images(0).id(), other);
+
+  req.mutable_filter()->mutable_image()->set_image("absent");
+  EXPECT_EQ(service_.ListImages(ctx_, req)->images_size(), 0);
+}
+
+TEST_F(ImagesTest, PullReturnsImageIdAndDefaultsToLatest) {
+  docker_.AddPullableImage("docker.io/library/busybox:latest", "1002");
+  v1::PullImageRequest req;
+  req.mutable_image()->set_image("busybox");
+  auto resp = service_.PullImage(ctx_, req);
+  ASSERT_TRUE(resp.ok()) << resp.status();
+  EXPECT_EQ(resp->image_ref().rfind("sha256:", 0), 0u);
+  EXPECT_EQ(docker_.LastRegistryAuth(), "") << "no credentials, no header";
+  auto status = service_.ImageStatus(ctx_, StatusOf(resp->image_ref()));
+  ASSERT_TRUE(status.ok() && status->has_image());
+  EXPECT_EQ(status->image().uid().value(), 1002);
+}
+
+TEST_F(ImagesTest, PullRejectsBadReferencesWithoutCallingDocker) {
+  for (const std::string& bad : std::vector<std::string>{"", "busybox/UPPER", "busybox:", "sha256:" + std::string(64, 'a')}) {
+    v1::PullImageRequest req;
+    req.mutable_image()->set_image(bad);
+    auto resp = service_.PullImage(ctx_, req);
+    EXPECT_EQ(resp.status().code(), absl::StatusCode::kInvalidArgument) << bad;
+  }
+  EXPECT_EQ(docker_.CallCount("PullImage"), 0);
+}
+
+TEST_F(ImagesTest, PullSendsCredentialsAndKeepsThemOutOfErrors) {
+  docker_.FailOperation("PullImage",
+                        absl::PermissionDeniedError("pull image x: unauthorized: password hunter22 rejected"));
+  v1::PullImageRequest req;
+  req.mutable_image()->set_image("127.0.0.1:5001/private/busybox:latest");
+  req.mutable_auth()->set_username("tester");
+  req.mutable_auth()->set_password("hunter22");
+  auto resp = service_.PullImage(ctx_, req);
+  ASSERT_FALSE(resp.ok());
+  EXPECT_NE(docker_.LastRegistryAuth(), "");
+  std::string message(resp.status().message());
+  EXPECT_EQ(message.find("hunter22"), std::string::npos) << message;
+  EXPECT_NE(message.find("registry 127.0.0.1:5001"), std::string::npos) << message;
+}
+
+TEST_F(ImagesTest, RemoveAbsentSucceeds) {
+  v1::RemoveImageRequest req;
+  req.mutable_image()->set_image("busybox:gone");
+  EXPECT_TRUE(service_.RemoveImage(ctx_, req).ok());
+}
+
+TEST_F(ImagesTest, RemoveByNameKeepsOtherTags) {
+  docker_.AddImage({"busybox:latest", "busybox:1.0"});
+  v1::RemoveImageRequest req;
+  req.mutable_image()->set_image("busybox:1.0");
+  ASSERT_TRUE(service_.RemoveImage(ctx_, req).ok());
+  EXPECT_FALSE(docker_.HasImage("busybox:1.0"));
+  EXPECT_TRUE(docker_.HasImage("busybox:latest"));
+}
+
+TEST_F(ImagesTest, RemoveByIdRemovesEveryTag) {
+  std::string id = docker_.AddImage({"busybox:latest", "busybox:1.0", "other:x"});
+  v1::RemoveImageRequest req;
+  req.mutable_image()->set_image(id);
+  auto resp = service_.RemoveImage(ctx_, req);
+  ASSERT_TRUE(resp.ok()) << resp.status();
+  EXPECT_FALSE(docker_.HasImage(id));
+  EXPECT_FALSE(docker_.HasImage("busybox:latest"));
+  EXPECT_FALSE(docker_.HasImage("other:x"));
+}
+
+TEST_F(ImagesTest, DockerDownIsUnavailable) {
+  docker_.FailOperation("InspectImage", absl::UnavailableError("cannot connect to the Docker daemon"));
+  EXPECT_EQ(service_.ImageStatus(ctx_, StatusOf("busybox")).status().code(), absl::StatusCode::kUnavailable);
+}
+
+TEST_F(ImagesTest, ImageFsInfoMeasuresDockerRoot) {
+  auto root = std::filesystem::temp_directory_path() / ("dsfs-" + std::to_string(::getpid()));
+  std::filesystem::create_directories(root / "overlay2" / "layer1");
+  std::filesystem::create_directories(root / "image");
+  std::ofstream(root / "overlay2" / "layer1" / "file") << std::string(100000, 'x');
+  docker_.info.docker_root_dir = root.string();
+  auto resp = service_.ImageFsInfo(ctx_, v1::ImageFsInfoRequest());
+  std::filesystem::remove_all(root);
+  ASSERT_TRUE(resp.ok()) << resp.status();
+  ASSERT_EQ(resp->image_filesystems_size(), 1);
+  const auto& fs = resp->image_filesystems(0);
+  EXPECT_EQ(fs.fs_id().mountpoint(), root.string());
+  EXPECT_GE(fs.used_bytes().value(), 100000u);
+  EXPECT_GE(fs.inodes_used().value(), 4u);  // overlay2, layer1, file and image
+  EXPECT_GT(fs.timestamp(), 0);
+  ASSERT_EQ(resp->container_filesystems_size(), 1);
+  EXPECT_EQ(resp->container_filesystems(0).fs_id().mountpoint(), root.string());
+}
+
+}  // namespace
+}  // namespace shim
