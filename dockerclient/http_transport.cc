@@ -291,6 +291,9 @@ absl::StatusOr<std::unique_ptr<HttpConnection>> HttpTransport::Dial(const common
     return ConnectError(endpoint_, "socket path too long");
   }
   auto conn = std::make_unique<HttpConnection>();
+  // An empty flat_buffer makes Beast read 512 bytes per syscall; typical Docker
+  // answers (inspect, lists) fit in one read with room reserved up front.
+  conn->buffer.reserve(64 * 1024);
   beast::error_code ec;
   const Wait why = RunOp(*conn, ctx, absl::InfiniteFuture(), ec, [&](auto handler) {
     conn->socket.async_connect(UnixSocket::endpoint(socket_path_), std::move(handler));

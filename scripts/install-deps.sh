@@ -11,7 +11,7 @@ PKGS=(
   libboost1.81-dev nlohmann-json3-dev zlib1g-dev libcli11-dev
   libgtest-dev libgmock-dev libbenchmark-dev
   # runtime and integration tests: a real Docker Engine, CNI plugins, a registry
-  docker.io containerd runc busybox-static docker-registry apache2-utils
+  docker.io containerd runc runsc busybox-static docker-registry apache2-utils
   containernetworking-plugins iproute2 iptables curl openssl ca-certificates procps
   # dockerd needs apparmor_parser on hosts with AppArmor on (docker.io only recommends it);
   # tar/flock for the offline image build

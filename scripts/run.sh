@@ -20,6 +20,12 @@ fi
 cmake -S . -B "$BUILD" -G Ninja -DCMAKE_BUILD_TYPE=RelWithDebInfo
 cmake --build "$BUILD" -j"$(nproc)" --target dockershim
 
+# A pod network for --network-plugin=cni (the default), unless the node already has one.
+if ! ls /etc/cni/net.d/*.conf /etc/cni/net.d/*.conflist /etc/cni/net.d/*.json >/dev/null 2>&1; then
+  install -D -m 0644 examples/cni/10-dockershim-bridge.conflist /etc/cni/net.d/10-dockershim-bridge.conflist
+  echo "run.sh: installed /etc/cni/net.d/10-dockershim-bridge.conflist (bridge cni0, 10.88.0.0/16)"
+fi
+
 echo "run.sh: starting dockershim; try: crictl --config examples/crictl.yaml version"
 exec "./$BUILD/shim/dockershim" \
   --container-runtime-endpoint unix:///var/run/dockershim.sock \

@@ -102,7 +102,7 @@ build_images() {
   mkdir -p "$W/rootfs/www"
   echo "hello from dockershim-test" >"$W/rootfs/www/index.html"
   pack "$W/rootfs" "$W/httpd.tar"
-  import "$W/httpd.tar" dockershim-test/httpd:latest 'EXPOSE 80/tcp' 'CMD ["httpd","-f","-p","80","-h","/www"]'
+  import "$W/httpd.tar" dockershim-test/httpd:latest 'EXPOSE 80/tcp' 'CMD ["sh","-c","trap \"exit 0\" TERM; httpd -f -p 80 -h /www & wait"]'
 
   rm -rf "$W/pauseroot"
   mkdir -p "$W/pauseroot"

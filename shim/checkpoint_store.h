@@ -2,7 +2,9 @@
 // Per-sandbox state that Docker cannot hold, kept under <root>/sandbox/<id> so a
 // restarted shim can still report pod IPs and tear down networks. Files are
 // written atomically (temp + fsync + rename + fsync dir) and carry a checksum; a
-// corrupt or foreign file is logged and moved aside (<id>.corrupt), never fatal.
+// corrupt or unknown file is logged and moved aside (<id>.corrupt), never fatal;
+// a checkpoint written by cri-dockerd is imported (its port mappings and host
+// network flag) and left in place.
 #include <map>
 #include <mutex>
 #include <optional>

@@ -4,6 +4,7 @@
 // (grpc_services.cc) converts statuses in one place. Methods live in one file per
 // RPC family: runtime_info.cc, images.cc, image_pull.cc, image_fs_info.cc,
 // sandbox_run.cc, sandbox_stop_remove.cc, sandbox_status.cc.
+#include <map>
 #include <memory>
 #include <mutex>
 #include <optional>
@@ -89,6 +90,10 @@ class CriService {
   // Detaches the network recorded in the checkpoint (once); `netns` may be empty.
   absl::Status TearDownNetwork(const common::Context& ctx, const std::string& sandbox_id, const std::string& netns,
                                const dockerclient::Labels& labels);
+  // Docker merges an image's labels into its containers' labels; CRI reports only
+  // the pod's own. Image labels are cached by image ID (immutable).
+  dockerclient::Labels WithoutImageLabels(const common::Context& ctx, const dockerclient::Labels& labels,
+                                          const std::string& image_id);
   // Undoes a RunPodSandbox that failed after creating `id`.
   void RollBackSandbox(const std::string& id, bool network_attached, const network::PodNetworkRequest& net_req,
                        const std::string& network_name);
@@ -108,6 +113,7 @@ class CriService {
     uint64_t bytes = 0, inodes = 0;
   };
   FsUsage fs_usage_;  // guarded by mu_
+  std::map<std::string, dockerclient::Labels> image_labels_;  // by image ID; guarded by mu_
 };
 
 }  // namespace shim

@@ -32,10 +32,8 @@ namespace shim {
 namespace {
 
 constexpr char kKubePrefix[] = "k8s";
-constexpr char kSandboxContainerName[] = "POD";
 constexpr char kNameDelimiter = '_';
 // Set by cri-dockerd on sandboxes ("POD") for cadvisor/summary; not a CRI label.
-constexpr char kContainerNameLabel[] = "io.kubernetes.container.name";
 
 bool ParseAttempt(const std::string& text, uint32_t* out) {
   if (text.empty() || text.size() > 20) return false;

@@ -18,6 +18,9 @@ inline constexpr char kContainerTypeContainer[] = "container";
 inline constexpr char kSandboxIdLabel[] = "io.kubernetes.sandbox.id";
 inline constexpr char kContainerLogPathLabel[] = "io.kubernetes.container.logpath";
 inline constexpr char kAnnotationPrefix[] = "annotation.";
+// cri-dockerd marks sandboxes io.kubernetes.container.name=POD (cAdvisor's pod stats rely on it).
+inline constexpr char kContainerNameLabel[] = "io.kubernetes.container.name";
+inline constexpr char kSandboxContainerName[] = "POD";
 // Kubelet's own labels (set by kubelet in config labels; listed for lookups).
 inline constexpr char kPodNameLabel[] = "io.kubernetes.pod.name";
 inline constexpr char kPodNamespaceLabel[] = "io.kubernetes.pod.namespace";

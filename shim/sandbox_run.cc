@@ -71,7 +71,8 @@ absl::StatusOr<v1::RunPodSandboxResponse> CriService::RunPodSandbox(const common
   params.oom_score_adj = oom_.Clamp(kPodInfraOomScoreAdj);
   params.seccomp_profile_root = options_.seccomp_profile_root;
   ASSIGN_OR_RETURN(nlohmann::json body, MakeSandboxCreateBody(config, params));
-  body["Labels"] = MakeLabels(config.labels(), config.annotations(), {{kContainerTypeLabel, kContainerTypeSandbox}});
+  body["Labels"] = MakeLabels(config.labels(), config.annotations(),
+                              {{kContainerTypeLabel, kContainerTypeSandbox}, {kContainerNameLabel, kSandboxContainerName}});
   ASSIGN_OR_RETURN(std::vector<network::PortMapping> ports, ToPortMappings(config.port_mappings()));
   ASSIGN_OR_RETURN(std::optional<network::Bandwidth> bandwidth, BandwidthFromAnnotations(config.annotations()));
   if (!host_network) {
@@ -85,12 +86,16 @@ absl::StatusOr<v1::RunPodSandboxResponse> CriService::RunPodSandbox(const common
   const std::string name = MakeSandboxName(config.metadata());
   absl::StatusOr<std::string> created = docker_.CreateContainer(ctx, name, body);
   if (absl::IsAlreadyExists(created.status())) {
-    auto stale = docker_.InspectContainer(ctx, name);
-    if (stale.ok() && stale->state.running)
-      return absl::AlreadyExistsError(absl::StrCat("pod sandbox ", name, " already runs as ", stale->id));
-    LOG_WARN << "removing stale pod infra container " << name << " left by an earlier attempt";
-    RETURN_IF_ERROR(common::Annotate(docker_.RemoveContainer(ctx, name, /*force=*/true),
+    // Only a container known to be stopped is replaced; its network and
+    // checkpoint go with it so no address leaks.
+    ASSIGN_OR_RETURN(dockerclient::ContainerInspect stale, docker_.InspectContainer(ctx, name));
+    if (stale.state.running)
+      return absl::AlreadyExistsError(absl::StrCat("pod sandbox ", name, " already runs as ", stale.id));
+    LOG_WARN << "replacing stale pod infra container " << name << " (" << stale.id << ") left by an earlier attempt";
+    RETURN_IF_ERROR(common::Annotate(StopSandbox(ctx, stale), "stop stale pod infra container"));
+    RETURN_IF_ERROR(common::Annotate(docker_.RemoveContainer(ctx, stale.id, /*force=*/true),
                                      "remove stale pod infra container"));
+    RETURN_IF_ERROR(checkpoints_.Remove(stale.id));
     created = docker_.CreateContainer(ctx, name, body);
   }
   if (!created.ok()) return common::Annotate(created.status(), "create pod infra container");

@@ -44,6 +44,32 @@ std::string JsonString(const nlohmann::json& j, const char* object, const char* 
 
 }  // namespace
 
+dockerclient::Labels CriService::WithoutImageLabels(const common::Context& ctx, const dockerclient::Labels& labels,
+                                                    const std::string& image_id) {
+  dockerclient::Labels image_labels;
+  bool known = false;
+  {
+    std::lock_guard lock(mu_);
+    if (auto it = image_labels_.find(image_id); it != image_labels_.end()) {
+      image_labels = it->second;
+      known = true;
+    }
+  }
+  if (!known) {
+    auto image = docker_.InspectImage(ctx, image_id);
+    if (!image.ok()) return labels;  // image gone: nothing to tell apart
+    image_labels = image->config.labels;
+    std::lock_guard lock(mu_);
+    image_labels_[image_id] = image_labels;
+  }
+  dockerclient::Labels own;
+  for (const auto& [k, v] : labels) {
+    auto it = image_labels.find(k);
+    if (it == image_labels.end() || it->second != v) own.emplace(k, v);
+  }
+  return own;
+}
+
 absl::StatusOr<v1::PodSandboxStatusResponse> CriService::PodSandboxStatus(const common::Context& ctx,
                                                                           const v1::PodSandboxStatusRequest& req) {
   if (req.pod_sandbox_id().empty())
@@ -57,7 +83,8 @@ absl::StatusOr<v1::PodSandboxStatusResponse> CriService::PodSandboxStatus(const 
   *status.mutable_metadata() = SandboxMetadata(sandbox.name, sandbox.labels);
   status.set_state(sandbox.state.running ? v1::SANDBOX_READY : v1::SANDBOX_NOTREADY);
   status.set_created_at(ParseDockerTime(sandbox.created));
-  SplitLabels(sandbox.labels, status.mutable_labels(), status.mutable_annotations());
+  SplitLabels(WithoutImageLabels(ctx, sandbox.labels, sandbox.image), status.mutable_labels(),
+              status.mutable_annotations());
 
   const bool host_network = sandbox.network_mode == "host";
   if (!host_network && sandbox.state.running) {
@@ -116,7 +143,15 @@ absl::StatusOr<v1::ListPodSandboxResponse> CriService::ListPodSandbox(const comm
     sandbox.set_state(c.state == "running" ? v1::SANDBOX_READY : v1::SANDBOX_NOTREADY);
     if (filter.has_state() && filter.state().state() != sandbox.state()) continue;
     sandbox.set_created_at(c.created * 1000000000LL);
-    SplitLabels(c.labels, sandbox.mutable_labels(), sandbox.mutable_annotations());
+    const dockerclient::Labels own = WithoutImageLabels(ctx, c.labels, c.image_id);
+    // Docker's filter also matched image labels; the selector applies to the pod's own.
+    bool selected = true;
+    for (const auto& [k, v] : filter.label_selector()) {
+      auto it = own.find(k);
+      selected = selected && it != own.end() && it->second == v;
+    }
+    if (!selected) continue;
+    SplitLabels(own, sandbox.mutable_labels(), sandbox.mutable_annotations());
     *resp.add_items() = std::move(sandbox);
   }
   return resp;

@@ -18,11 +18,15 @@ struct PortMapping {
   int container_port = 0;
   int host_port = 0;
   std::string host_ip;  // empty: all addresses
+
+  bool operator==(const PortMapping&) const = default;
 };
 
 struct Bandwidth {
   int64_t ingress_bits_per_second = 0;  // 0: unlimited
   int64_t egress_bits_per_second = 0;
+
+  bool operator==(const Bandwidth&) const = default;
 };
 
 struct PodNetworkRequest {

@@ -83,6 +83,12 @@ void FakeDockerClient::ClearFailures() {
   failures_.clear();
 }
 
+void FakeDockerClient::ExitOnStart(bool exit, const std::string& error) {
+  std::lock_guard lock(mu_);
+  exit_on_start_ = exit;
+  exit_on_start_error_ = error;
+}
+
 std::vector<std::string> FakeDockerClient::Calls() const {
   std::lock_guard lock(mu_);
   return calls_;
@@ -287,7 +293,10 @@ absl::StatusOr<std::string> FakeDockerClient::CreateContainer(const common::Cont
   if (body.contains("Labels") && body["Labels"].is_object())
     for (auto& [k, v] : body["Labels"].items()) c.inspect.labels[k] = v.get<std::string>();
   c.inspect.hostname = body.value("Hostname", "");
-  if (body.contains("HostConfig")) c.inspect.network_mode = body["HostConfig"].value("NetworkMode", "");
+  if (body.contains("HostConfig")) {
+    c.inspect.network_mode = body["HostConfig"].value("NetworkMode", "");
+    c.inspect.raw["HostConfig"] = body["HostConfig"];  // as Docker's inspect echoes it
+  }
   c.create_body = body;
   std::string id = c.inspect.id;
   containers_[id] = std::move(c);
@@ -300,10 +309,19 @@ absl::Status FakeDockerClient::StartContainer(const common::Context&, const std:
   std::string found = FindContainerId(id);
   if (found.empty()) return absl::NotFoundError(absl::StrCat("start container ", id, ": No such container"));
   auto& st = containers_.at(found).inspect.state;
+  st.started_at = "2026-01-01T00:00:01.000000001Z";
+  if (exit_on_start_) {
+    st.status = "exited";
+    st.running = false;
+    st.pid = 0;
+    st.exit_code = 1;
+    st.error = exit_on_start_error_;
+    st.finished_at = "2026-01-01T00:00:01.500000001Z";
+    return absl::OkStatus();
+  }
   st.status = "running";
   st.running = true;
   st.pid = 4242;
-  st.started_at = "2026-01-01T00:00:01.000000001Z";
   containers_.at(found).inspect.sandbox_key = "/var/run/docker/netns/fake" + found.substr(0, 12);
   return absl::OkStatus();
 }

@@ -28,6 +28,9 @@ class FakeDockerClient : public dockerclient::DockerClient {
   // Every call of `op` (e.g. "PullImage", "CreateContainer") fails with `status` until cleared.
   void FailOperation(const std::string& op, absl::Status status);
   void ClearFailures();
+  // While set, StartContainer "starts" containers whose process dies at once: they
+  // end up exited (pid 0, exit code 1) with `error` as State.Error.
+  void ExitOnStart(bool exit, const std::string& error = "");
   std::vector<std::string> Calls() const;
   int CallCount(const std::string& op) const;
   std::string LastRegistryAuth() const;
@@ -71,6 +74,8 @@ class FakeDockerClient : public dockerclient::DockerClient {
   std::vector<std::string> calls_;
   std::string last_registry_auth_;
   int next_id_ = 1;
+  bool exit_on_start_ = false;
+  std::string exit_on_start_error_;
 };
 
 // Docker's normalized form of a reference: "busybox" -> "docker.io/library/busybox:latest".

@@ -1,0 +1,987 @@
+// The pod sandbox lifecycle through CriService on a real dockerd, with the real CNI
+// plugins (bridge, host-local, portmap, loopback) from testenv::CniBinDir().
+//
+// Unlike cni_network_test.cc this runs in the host's network namespace, as a node
+// does: the infra containers are real Docker containers, so each test makes its own
+// bridge "dsbr<N>" (10.99.<N>.0/24, gateway 10.99.<N>.1 on the host) and portmap adds
+// its DNAT rules to the host's nat table. Traffic goes only to the pods on that bridge
+// and to 127.0.0.1. TearDown removes the pods through the service (releasing the
+// addresses and portmap rules), then anything left: containers whose names carry the
+// "dstest-sbx-" namespace, the bridge, portmap chains tagged with the test networks,
+// and the temp dirs.
+//
+// The pod infra image is dockershim-test/httpd (busybox httpd serving
+// "hello from dockershim-test" on port 80), so the infra container itself answers
+// HTTP. Host setup this relies on (a normal node has it; scripts/test-env.sh sees to
+// it): iptables in the host namespace (portmap sets route_localnet on the bridge
+// itself, so 127.0.0.1:<hostPort> works with no sysctl from the test); for the
+// runtime handler tests, /etc/docker/daemon.json with the runtimes "runsc"
+// (runtimeArgs ["--network=none"]) and "runc-alt", else those tests skip.
+#include <arpa/inet.h>
+#include <fcntl.h>
+#include <gmock/gmock.h>
+#include <gtest/gtest.h>
+#include <netinet/in.h>
+#include <poll.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <sys/socket.h>
+#include <sys/wait.h>
+#include <unistd.h>
+
+#include <algorithm>
+#include <atomic>
+#include <cerrno>
+#include <cstring>
+#include <filesystem>
+#include <fstream>
+#include <map>
+#include <mutex>
+#include <optional>
+#include <random>
+#include <set>
+#include <sstream>
+#include <string>
+#include <thread>
+#include <vector>
+
+#include "absl/strings/match.h"
+#include "absl/strings/str_cat.h"
+#include "absl/strings/str_split.h"
+#include "dockerclient/docker_client_impl.h"
+#include "shim/cri_service.h"
+#include "shim/naming.h"
+#include "shim/network/cni_network.h"
+#include "shim/network/docker_bridge.h"
+#include "tests/integration/env.h"
+
+namespace shim {
+namespace {
+
+namespace fs = std::filesystem;
+using ::testing::AllOf;
+using ::testing::Contains;
+using ::testing::ElementsAre;
+using ::testing::HasSubstr;
+using ::testing::IsEmpty;
+using ::testing::Key;
+using ::testing::Not;
+using ::testing::Pair;
+using ::testing::StartsWith;
+using ::testing::UnorderedElementsAre;
+
+constexpr char kHttpdImage[] = "dockershim-test/httpd:latest";
+constexpr char kHttpdText[] = "hello from dockershim-test";
+// Every pod of these tests lives in a namespace starting with this, so leftovers of
+// an aborted run are found by name (k8s_POD_<pod>_dstest-sbx-..._<uid>_<attempt>).
+constexpr char kNamespacePrefix[] = "dstest-sbx-";
+// CNI network names ("name" in the conflist) start with this; portmap tags its
+// iptables chains with it.
+constexpr char kNetworkPrefix[] = "dstest-sbxnet-";
+// Bridge numbers used by this file: dsbr<N>, 10.99.<N>.0/24.
+constexpr int kFirstN = 10, kLastN = 59;
+
+// Runs a shell command (test setup and inspection only) and returns its stdout.
+std::string Sh(const std::string& command, int* exit_code = nullptr) {
+  std::string out;
+  FILE* p = ::popen((command + " 2>/dev/null").c_str(), "r");
+  if (!p) return out;
+  char buf[4096];
+  while (size_t n = fread(buf, 1, sizeof buf, p)) out.append(buf, n);
+  int status = ::pclose(p);
+  if (exit_code) *exit_code = WIFEXITED(status) ? WEXITSTATUS(status) : -1;
+  return out;
+}
+
+bool ShOk(const std::string& command) {
+  int code = -1;
+  Sh(command, &code);
+  return code == 0;
+}
+
+// Protobuf maps print as bytes in gtest; compare them as std::map.
+std::map<std::string, std::string> AsMap(const google::protobuf::Map<std::string, std::string>& m) {
+  return {m.begin(), m.end()};
+}
+
+std::string ReadFile(const std::string& path) {
+  std::ifstream in(path, std::ios::binary);
+  std::stringstream ss;
+  ss << in.rdbuf();
+  return ss.str();
+}
+
+std::string RandomHex() {
+  static std::mt19937_64 rng{std::random_device{}()};
+  return absl::StrCat(absl::Hex(rng() & 0xffffff, absl::kZeroPad6));
+}
+
+// One HTTP/1.0 GET with plain sockets; the whole exchange is bounded by `timeout`.
+// Returns the response body, or an error saying which step failed.
+absl::StatusOr<std::string> HttpGetOnce(const std::string& ip, int port, absl::Duration timeout) {
+  const absl::Time deadline = absl::Now() + timeout;
+  auto remaining_ms = [&] { return std::max<int64_t>(0, absl::ToInt64Milliseconds(deadline - absl::Now())); };
+  sockaddr_in addr{};
+  addr.sin_family = AF_INET;
+  addr.sin_port = htons(static_cast<uint16_t>(port));
+  if (::inet_pton(AF_INET, ip.c_str(), &addr.sin_addr) != 1)
+    return absl::InvalidArgumentError(absl::StrCat("bad IPv4 address \"", ip, "\""));
+  int fd = ::socket(AF_INET, SOCK_STREAM | SOCK_NONBLOCK | SOCK_CLOEXEC, 0);
+  if (fd < 0) return absl::InternalError(absl::StrCat("socket: ", std::strerror(errno)));
+  struct Closer {
+    int fd;
+    ~Closer() { ::close(fd); }
+  } closer{fd};
+  const std::string where = absl::StrCat(ip, ":", port);
+
+  if (::connect(fd, reinterpret_cast<sockaddr*>(&addr), sizeof addr) != 0) {
+    if (errno != EINPROGRESS) return absl::UnavailableError(absl::StrCat("connect ", where, ": ", std::strerror(errno)));
+    pollfd p{fd, POLLOUT, 0};
+    if (::poll(&p, 1, static_cast<int>(remaining_ms())) != 1)
+      return absl::DeadlineExceededError(absl::StrCat("connect ", where, ": timed out"));
+    int err = 0;
+    socklen_t len = sizeof err;
+    ::getsockopt(fd, SOL_SOCKET, SO_ERROR, &err, &len);
+    if (err != 0) return absl::UnavailableError(absl::StrCat("connect ", where, ": ", std::strerror(err)));
+  }
+  const std::string request = absl::StrCat("GET / HTTP/1.0\r\nHost: ", where, "\r\nConnection: close\r\n\r\n");
+  size_t sent = 0;
+  while (sent < request.size()) {
+    ssize_t n = ::send(fd, request.data() + sent, request.size() - sent, MSG_NOSIGNAL);
+    if (n > 0) {
+      sent += static_cast<size_t>(n);
+      continue;
+    }
+    if (n < 0 && errno != EAGAIN && errno != EWOULDBLOCK && errno != EINTR)
+      return absl::UnavailableError(absl::StrCat("send to ", where, ": ", std::strerror(errno)));
+    pollfd p{fd, POLLOUT, 0};
+    if (::poll(&p, 1, static_cast<int>(remaining_ms())) != 1)
+      return absl::DeadlineExceededError(absl::StrCat("send to ", where, ": timed out"));
+  }
+  std::string response;
+  for (;;) {
+    char buf[4096];
+    ssize_t n = ::recv(fd, buf, sizeof buf, 0);
+    if (n > 0) {
+      response.append(buf, static_cast<size_t>(n));
+      continue;
+    }
+    if (n == 0) break;
+    if (errno != EAGAIN && errno != EWOULDBLOCK && errno != EINTR)
+      return absl::UnavailableError(absl::StrCat("recv from ", where, ": ", std::strerror(errno)));
+    pollfd p{fd, POLLIN, 0};
+    if (::poll(&p, 1, static_cast<int>(remaining_ms())) != 1)
+      return absl::DeadlineExceededError(absl::StrCat("recv from ", where, ": timed out after ", response.size(), " bytes"));
+  }
+  if (!absl::StartsWith(response, "HTTP/1.") || !absl::StrContains(response, " 200 "))
+    return absl::InternalError(absl::StrCat("unexpected response from ", where, ": ", response.substr(0, 200)));
+  size_t body = response.find("\r\n\r\n");
+  return body == std::string::npos ? std::string() : response.substr(body + 4);
+}
+
+// Retries for `total` (httpd needs a moment to listen, portmap a moment to apply).
+absl::StatusOr<std::string> HttpGet(const std::string& ip, int port, absl::Duration total = absl::Seconds(5)) {
+  const absl::Time deadline = absl::Now() + total;
+  for (;;) {
+    absl::StatusOr<std::string> body = HttpGetOnce(ip, port, absl::Seconds(2));
+    if (body.ok() || absl::Now() >= deadline) return body;
+    absl::SleepFor(absl::Milliseconds(200));
+  }
+}
+
+// A TCP port nobody listens on, from `first` upwards.
+int FreePort(int first) {
+  for (int port = first; port < first + 200; ++port) {
+    int fd = ::socket(AF_INET, SOCK_STREAM | SOCK_CLOEXEC, 0);
+    sockaddr_in addr{};
+    addr.sin_family = AF_INET;
+    addr.sin_port = htons(static_cast<uint16_t>(port));
+    addr.sin_addr.s_addr = htonl(INADDR_ANY);
+    bool free = ::bind(fd, reinterpret_cast<sockaddr*>(&addr), sizeof addr) == 0;
+    ::close(fd);
+    if (free && !ShOk(absl::StrCat("iptables -w -t nat -S | grep -q -- '--dport ", port, " '"))) return port;
+  }
+  return 0;
+}
+
+// Removes portmap's chains and jumps for every CNI network of this file. portmap
+// names its chains CNI-DN-<hash> and tags the jumps to them with a comment
+// `dnat name: "<network>" id: "<container>"`.
+void RemovePortmapRules() {
+  const std::string rules = Sh("iptables -w -t nat -S");
+  std::set<std::string> chains;
+  for (absl::string_view line : absl::StrSplit(rules, '\n')) {
+    if (!absl::StrContains(line, kNetworkPrefix) || !absl::StartsWith(line, "-A ")) continue;
+    std::vector<std::string> words = absl::StrSplit(line, ' ', absl::SkipEmpty());
+    for (size_t i = 0; i + 1 < words.size(); ++i)
+      if (words[i] == "-j" && absl::StartsWith(words[i + 1], "CNI-DN-")) chains.insert(words[i + 1]);
+    // Delete the rule itself ("-A" -> "-D"); comments carry quotes, so run it through sh.
+    std::string del(line);
+    del.replace(0, 2, "-D");
+    Sh("iptables -w -t nat " + del);
+  }
+  for (const std::string& chain : chains) {
+    Sh("iptables -w -t nat -F " + chain);
+    Sh("iptables -w -t nat -X " + chain);
+  }
+}
+
+class SandboxIntegration : public ::testing::Test {
+ protected:
+  void SetUp() override {
+    auto docker = dockerclient::DockerClientImpl::Create(testenv::DockerEndpoint());
+    ASSERT_TRUE(docker.ok()) << docker.status();
+    docker_ = std::move(*docker);
+    ASSERT_TRUE(docker_->Ping(ctx_).ok()) << "dockerd must run (scripts/test-env.sh)";
+    ASSERT_TRUE(docker_->InspectImage(ctx_, kHttpdImage).ok())
+        << kHttpdImage << " is missing: run scripts/test-env.sh";
+    ASSERT_TRUE(fs::exists(testenv::CniBinDir() + "/bridge"))
+        << "containernetworking-plugins must be installed in " << testenv::CniBinDir();
+
+    static std::atomic<int> next{0};
+    n_ = kFirstN + next++ % (kLastN - kFirstN + 1);
+    bridge_ = absl::StrCat("dsbr", n_);
+    subnet_prefix_ = absl::StrCat("10.99.", n_, ".");
+    network_name_ = absl::StrCat(kNetworkPrefix, n_);
+    namespace_ = absl::StrCat(kNamespacePrefix, n_, "-", RandomHex());
+    CleanLeftovers();
+
+    std::string tmpl = ::testing::TempDir() + "sandbox_test.XXXXXX";
+    ASSERT_NE(::mkdtemp(tmpl.data()), nullptr) << std::strerror(errno);
+    dir_ = tmpl;
+    root_ = dir_ + "/root";
+    conf_dir_ = dir_ + "/net.d";
+    cache_dir_ = dir_ + "/cache";
+    ipam_dir_ = dir_ + "/ipam";
+    fs::create_directories(conf_dir_);
+    WriteConfList(R"({"type": "portmap", "capabilities": {"portMappings": true}}, {"type": "loopback"})");
+    ASSERT_NO_FATAL_FAILURE(BuildService());
+  }
+
+  void TearDown() override {
+    // Through the service first, so CNI releases addresses and portmap rules. The
+    // infra containers are killed first: busybox httpd as PID 1 ignores SIGTERM, and
+    // each graceful stop would cost the shim's 10 s grace period. (Tests that stop
+    // pods on purpose still pay it; Stop of a dead infra container is covered by
+    // StopAfterTheInfraContainerDiedReleasesTheNetwork.)
+    for (const std::string& id : sandboxes_) Sh("docker kill " + id);
+    if (service_) {
+      for (const std::string& id : sandboxes_) {
+        v1::RemovePodSandboxRequest req;
+        req.set_pod_sandbox_id(id);
+        if (auto s = service_->RemovePodSandbox(ctx_, req); !s.ok())
+          ADD_FAILURE() << "TearDown: RemovePodSandbox " << id << ": " << s.status();
+      }
+    }
+    service_.reset();
+    network_.reset();
+    // Then whatever an aborted test left.
+    Sh("docker ps -aq --filter name=_" + namespace_ + "_ | xargs -r docker rm -f");
+    Sh("ip link del " + bridge_);
+    RemovePortmapRules();
+    if (!dir_.empty()) fs::remove_all(dir_);
+  }
+
+  // Leftovers of an earlier aborted run of this file with the same bridge number.
+  void CleanLeftovers() {
+    Sh(absl::StrCat("docker ps -aq --filter name=_", kNamespacePrefix, n_, "- | xargs -r docker rm -f"));
+    Sh("ip link del " + bridge_);
+    RemovePortmapRules();
+    // Temp dirs of killed runs, once per process (this binary's tests run serially).
+    static std::once_flag once;
+    std::call_once(once, [] {
+      std::error_code ec;
+      for (const auto& e : fs::directory_iterator(::testing::TempDir(), ec))
+        if (absl::StartsWith(e.path().filename().string(), "sandbox_test.")) fs::remove_all(e.path(), ec);
+    });
+  }
+
+  // bridge + host-local, then `more_plugins` (JSON objects, comma-separated).
+  void WriteConfList(const std::string& more_plugins) {
+    std::ofstream(conf_dir_ + "/10-dstest.conflist") << absl::StrCat(
+        R"({"cniVersion": "1.0.0", "name": ")", network_name_, R"(", "plugins": [
+             {"type": "bridge", "bridge": ")",
+        bridge_, R"(", "isGateway": true, "ipMasq": false,
+              "ipam": {"type": "host-local", "ranges": [[{"subnet": ")", subnet_prefix_, R"(0/24"}]],
+                       "dataDir": ")",
+        ipam_dir_, R"("}})", more_plugins.empty() ? "" : ", ", more_plugins, "]}");
+  }
+
+  enum class Plugin { kCni, kDockerBridge };
+
+  // A fresh CniNetwork (or DockerBridgeNetwork) and CriService over the same dirs, as
+  // after a shim restart.
+  void BuildService(Plugin plugin = Plugin::kCni, const std::string& infra_image = kHttpdImage) {
+    service_.reset();
+    network_.reset();
+    if (plugin == Plugin::kCni) {
+      network::CniOptions cni;
+      cni.bin_dirs = {testenv::CniBinDir()};
+      cni.conf_dir = conf_dir_;
+      cni.cache_dir = cache_dir_;
+      auto cni_network = std::make_unique<network::CniNetwork>(cni);
+      cni_ = cni_network.get();
+      network_ = std::move(cni_network);
+    } else {
+      cni_ = nullptr;
+      network_ = std::make_unique<network::DockerBridgeNetwork>(*docker_);
+    }
+    Options options;
+    options.root_directory = root_;
+    options.pod_infra_image = infra_image;
+    options.network_plugin = network_->Name();
+    service_ = std::make_unique<CriService>(options, *docker_, *network_);
+    absl::Status init = service_->Init();
+    ASSERT_TRUE(init.ok()) << init;
+  }
+
+  v1::PodSandboxConfig BaseConfig(const std::string& pod_name) {
+    v1::PodSandboxConfig config;
+    config.mutable_metadata()->set_name(pod_name);
+    config.mutable_metadata()->set_namespace_(namespace_);
+    config.mutable_metadata()->set_uid("uid-" + pod_name + "-" + RandomHex());
+    config.mutable_metadata()->set_attempt(0);
+    config.mutable_linux();  // kubelet always sends it; tests that want none clear it
+    return config;
+  }
+
+  absl::StatusOr<std::string> Run(const v1::PodSandboxConfig& config, const std::string& handler = "") {
+    v1::RunPodSandboxRequest req;
+    *req.mutable_config() = config;
+    req.set_runtime_handler(handler);
+    absl::StatusOr<v1::RunPodSandboxResponse> resp = service_->RunPodSandbox(ctx_, req);
+    if (!resp.ok()) return resp.status();
+    sandboxes_.push_back(resp->pod_sandbox_id());
+    return resp->pod_sandbox_id();
+  }
+
+  absl::StatusOr<v1::PodSandboxStatus> Status(const std::string& id) {
+    v1::PodSandboxStatusRequest req;
+    req.set_pod_sandbox_id(id);
+    absl::StatusOr<v1::PodSandboxStatusResponse> resp = service_->PodSandboxStatus(ctx_, req);
+    if (!resp.ok()) return resp.status();
+    return resp->status();
+  }
+
+  absl::Status Stop(const std::string& id) {
+    v1::StopPodSandboxRequest req;
+    req.set_pod_sandbox_id(id);
+    return service_->StopPodSandbox(ctx_, req).status();
+  }
+
+  absl::Status Remove(const std::string& id) {
+    v1::RemovePodSandboxRequest req;
+    req.set_pod_sandbox_id(id);
+    return service_->RemovePodSandbox(ctx_, req).status();
+  }
+
+  std::vector<std::string> List(const std::map<std::string, std::string>& selector,
+                                std::optional<v1::PodSandboxState> state = std::nullopt) {
+    v1::ListPodSandboxRequest req;
+    for (const auto& [k, v] : selector) (*req.mutable_filter()->mutable_label_selector())[k] = v;
+    if (state) req.mutable_filter()->mutable_state()->set_state(*state);
+    auto resp = service_->ListPodSandbox(ctx_, req);
+    EXPECT_TRUE(resp.ok()) << resp.status();
+    std::vector<std::string> ids;
+    if (resp.ok())
+      for (const auto& s : resp->items()) ids.push_back(s.id());
+    return ids;
+  }
+
+  // host-local's reservation files (one per allocated IP) for this test's network.
+  std::vector<std::string> Reservations() const {
+    std::vector<std::string> ips;
+    std::error_code ec;
+    for (const auto& e : fs::directory_iterator(ipam_dir_ + "/" + network_name_, ec)) {
+      std::string name = e.path().filename().string();
+      if (absl::StartsWith(name, subnet_prefix_)) ips.push_back(name);
+    }
+    return ips;
+  }
+  std::vector<std::string> Checkpoints() const {
+    std::vector<std::string> files;
+    std::error_code ec;
+    for (const auto& e : fs::directory_iterator(root_ + "/sandbox", ec)) files.push_back(e.path().filename().string());
+    return files;
+  }
+  std::vector<std::string> CacheFiles() const {
+    std::vector<std::string> files;
+    std::error_code ec;
+    for (const auto& e : fs::recursive_directory_iterator(cache_dir_, ec))
+      if (e.is_regular_file()) files.push_back(e.path().string());
+    return files;
+  }
+
+  absl::StatusOr<dockerclient::ContainerInspect> Inspect(const std::string& id) {
+    return docker_->InspectContainer(ctx_, id);
+  }
+  int Pid(const std::string& id) {
+    auto inspect = Inspect(id);
+    EXPECT_TRUE(inspect.ok()) << inspect.status();
+    return inspect.ok() ? inspect->state.pid : 0;
+  }
+  std::string NatRules() const { return Sh("iptables -w -t nat -S"); }
+
+  // Skips the test unless Docker knows `runtime`.
+  bool DockerHasRuntime(const std::string& runtime) {
+    auto info = docker_->Info(ctx_);
+    EXPECT_TRUE(info.ok()) << info.status();
+    if (!info.ok()) return false;
+    return std::find(info->runtimes.begin(), info->runtimes.end(), runtime) != info->runtimes.end();
+  }
+
+  common::Context ctx_ = common::Context::WithTimeout(absl::Seconds(120));
+  int n_ = 0;
+  std::string bridge_, subnet_prefix_, network_name_, namespace_;
+  std::string dir_, root_, conf_dir_, cache_dir_, ipam_dir_;
+  std::unique_ptr<dockerclient::DockerClient> docker_;
+  std::unique_ptr<network::NetworkPlugin> network_;
+  network::CniNetwork* cni_ = nullptr;  // network_, when it is CNI
+  std::unique_ptr<CriService> service_;
+  std::vector<std::string> sandboxes_;  // removed in TearDown
+};
+
+TEST_F(SandboxIntegration, RunServesHttpOnPodIpAndHostPort) {
+  const int host_port = FreePort(18000 + n_);
+  ASSERT_NE(host_port, 0);
+  v1::PodSandboxConfig config = BaseConfig("web");
+  config.set_hostname("dstest-host");
+  config.mutable_dns_config()->add_servers("10.96.0.10");
+  config.mutable_dns_config()->add_searches(namespace_ + ".svc.cluster.local");
+  config.mutable_dns_config()->add_searches("svc.cluster.local");
+  config.mutable_dns_config()->add_options("ndots:5");
+  v1::PortMapping* pm = config.add_port_mappings();
+  pm->set_protocol(v1::TCP);
+  pm->set_container_port(80);
+  pm->set_host_port(host_port);
+  (*config.mutable_labels())["app"] = "web";
+  (*config.mutable_labels())["io.kubernetes.pod.namespace"] = namespace_;
+  (*config.mutable_annotations())["dstest/note"] = "annotated";
+
+  const absl::Time start = absl::Now();
+  absl::StatusOr<std::string> id = Run(config);
+  ASSERT_TRUE(id.ok()) << id.status();
+  RecordProperty("run_ms", static_cast<int>(absl::ToInt64Milliseconds(absl::Now() - start)));
+
+  absl::StatusOr<v1::PodSandboxStatus> status = Status(*id);
+  ASSERT_TRUE(status.ok()) << status.status();
+  EXPECT_EQ(status->id(), *id);
+  EXPECT_EQ(status->state(), v1::SANDBOX_READY);
+  EXPECT_EQ(status->metadata().name(), "web");
+  EXPECT_EQ(status->metadata().namespace_(), namespace_);
+  EXPECT_EQ(status->metadata().uid(), config.metadata().uid());
+  EXPECT_GT(status->created_at(), 0);
+  // Exact equality is LabelsAreExactlyTheConfiguredOnes' job.
+  EXPECT_THAT(AsMap(status->labels()),
+              AllOf(Contains(Pair("app", "web")), Contains(Pair("io.kubernetes.pod.namespace", namespace_))));
+  EXPECT_THAT(AsMap(status->labels()), Not(Contains(Key(kContainerTypeLabel))));
+  EXPECT_THAT(AsMap(status->annotations()), UnorderedElementsAre(Pair("dstest/note", "annotated")));
+  EXPECT_EQ(status->linux().namespaces().options().network(), v1::POD);
+  EXPECT_EQ(status->runtime_handler(), "");
+  const std::string ip = status->network().ip();
+  ASSERT_THAT(ip, StartsWith(subnet_prefix_));
+  EXPECT_NE(ip, subnet_prefix_ + "1") << "the gateway is the bridge's";
+  EXPECT_THAT(Reservations(), ElementsAre(ip));
+  EXPECT_EQ(ReadFile(ipam_dir_ + "/" + network_name_ + "/" + ip).substr(0, id->size()), *id)
+      << "host-local records the sandbox ID as the owner";
+  EXPECT_TRUE(fs::exists(cni_->CacheFile(network_name_, *id)));
+  EXPECT_THAT(Checkpoints(), ElementsAre(*id));
+
+  auto inspect = Inspect(*id);
+  ASSERT_TRUE(inspect.ok()) << inspect.status();
+  EXPECT_EQ(inspect->network_mode, "none") << "CNI, not Docker, wires the pod";
+  EXPECT_EQ(inspect->name, "/" + MakeSandboxName(config.metadata()));
+  const int pid = inspect->state.pid;
+  ASSERT_GT(pid, 0);
+
+  // The pod's namespace holds the CNI address; lo is up (loopback plugin).
+  EXPECT_THAT(Sh(absl::StrCat("nsenter -t ", pid, " -n ip -4 addr show dev eth0")), HasSubstr("inet " + ip + "/24"));
+  EXPECT_THAT(Sh(absl::StrCat("nsenter -t ", pid, " -n ip link show lo")), HasSubstr(",UP"));
+
+  // HTTP from the node to the pod IP, and through portmap's host port on localhost.
+  absl::StatusOr<std::string> body = HttpGet(ip, 80);
+  ASSERT_TRUE(body.ok()) << body.status();
+  EXPECT_THAT(*body, HasSubstr(kHttpdText));
+  EXPECT_THAT(NatRules(), HasSubstr(absl::StrCat("--dport ", host_port, " -j DNAT --to-destination ", ip, ":80")));
+  body = HttpGet("127.0.0.1", host_port);
+  EXPECT_TRUE(body.ok()) << body.status() << "\nportmap sets route_localnet on " << bridge_ << " ("
+                         << Sh("sysctl -n net.ipv4.conf." + bridge_ + ".route_localnet") << ")";
+  if (body.ok()) {
+    EXPECT_THAT(*body, HasSubstr(kHttpdText));
+  }
+  // What makes 127.0.0.1 work: portmap (snat, its default) sets route_localnet on the
+  // bridge and masquerades connections from localhost; the test sets no sysctl.
+  EXPECT_EQ(Sh("sysctl -n net.ipv4.conf." + bridge_ + ".route_localnet"), "1\n");
+
+  // DNS and hostname as configured.
+  const std::string resolv = ReadFile(absl::StrCat("/proc/", pid, "/root/etc/resolv.conf"));
+  EXPECT_THAT(resolv, HasSubstr("nameserver 10.96.0.10\n"));
+  EXPECT_THAT(resolv, HasSubstr("search " + namespace_ + ".svc.cluster.local svc.cluster.local\n"));
+  EXPECT_THAT(resolv, HasSubstr("options ndots:5\n"));
+  EXPECT_THAT(resolv, Not(HasSubstr("10.255.255.53"))) << "not the host's resolver";
+  EXPECT_EQ(Sh(absl::StrCat("nsenter -t ", pid, " -u hostname")), "dstest-host\n");
+  EXPECT_EQ(ReadFile(absl::StrCat("/proc/", pid, "/root/etc/hostname")), "dstest-host\n");
+}
+
+TEST_F(SandboxIntegration, StopAndRemoveReleaseEverythingAndAreIdempotent) {
+  const int host_port = FreePort(18000 + n_);
+  ASSERT_NE(host_port, 0);
+  v1::PodSandboxConfig config = BaseConfig("stopper");
+  v1::PortMapping* pm = config.add_port_mappings();
+  pm->set_container_port(80);
+  pm->set_host_port(host_port);
+  absl::StatusOr<std::string> id = Run(config);
+  ASSERT_TRUE(id.ok()) << id.status();
+  auto running = Status(*id);
+  ASSERT_TRUE(running.ok()) << running.status();
+  const std::string ip = running->network().ip();
+  ASSERT_THAT(ip, StartsWith(subnet_prefix_));
+  ASSERT_THAT(Reservations(), ElementsAre(ip));
+  ASSERT_THAT(NatRules(), HasSubstr(absl::StrCat("--dport ", host_port, " ")));
+  const std::string cache_file = cni_->CacheFile(network_name_, *id);
+  ASSERT_TRUE(fs::exists(cache_file));
+
+  absl::Status stopped = Stop(*id);
+  ASSERT_TRUE(stopped.ok()) << stopped;
+  auto status = Status(*id);
+  ASSERT_TRUE(status.ok()) << status.status();
+  EXPECT_EQ(status->state(), v1::SANDBOX_NOTREADY);
+  EXPECT_EQ(status->network().ip(), "");
+  EXPECT_THAT(status->network().additional_ips(), IsEmpty());
+  EXPECT_THAT(Reservations(), IsEmpty()) << "host-local released " << ip;
+  EXPECT_THAT(NatRules(), Not(HasSubstr(absl::StrCat("--dport ", host_port, " ")))) << "portmap rules gone";
+  EXPECT_FALSE(fs::exists(cache_file)) << "the CNI cache goes with the attachment";
+  auto inspect = Inspect(*id);
+  ASSERT_TRUE(inspect.ok()) << inspect.status();
+  EXPECT_FALSE(inspect->state.running);
+  EXPECT_THAT(Checkpoints(), ElementsAre(*id)) << "the checkpoint stays until RemovePodSandbox";
+
+  stopped = Stop(*id);
+  EXPECT_TRUE(stopped.ok()) << "a second stop succeeds: " << stopped;
+  EXPECT_THAT(Reservations(), IsEmpty());
+
+  absl::Status removed = Remove(*id);
+  ASSERT_TRUE(removed.ok()) << removed;
+  EXPECT_TRUE(absl::IsNotFound(Inspect(*id).status())) << "the infra container is gone";
+  EXPECT_TRUE(absl::IsNotFound(Inspect(MakeSandboxName(config.metadata())).status()));
+  EXPECT_THAT(Checkpoints(), IsEmpty());
+  EXPECT_THAT(CacheFiles(), IsEmpty());
+  EXPECT_TRUE(absl::IsNotFound(Status(*id).status()));
+
+  removed = Remove(*id);
+  EXPECT_TRUE(removed.ok()) << "a second remove succeeds: " << removed;
+  stopped = Stop(*id);
+  EXPECT_TRUE(stopped.ok()) << "stopping a removed pod succeeds: " << stopped;
+}
+
+TEST_F(SandboxIntegration, RemoveWithoutStopTearsDownTheNetwork) {
+  absl::StatusOr<std::string> id = Run(BaseConfig("direct"));
+  ASSERT_TRUE(id.ok()) << id.status();
+  ASSERT_EQ(Reservations().size(), 1u);
+  absl::Status removed = Remove(*id);
+  ASSERT_TRUE(removed.ok()) << removed;
+  EXPECT_THAT(Reservations(), IsEmpty());
+  EXPECT_THAT(Checkpoints(), IsEmpty());
+  EXPECT_THAT(CacheFiles(), IsEmpty());
+  EXPECT_TRUE(absl::IsNotFound(Inspect(*id).status()));
+}
+
+TEST_F(SandboxIntegration, RestartedServiceReportsAndTearsDownFromTheCheckpoint) {
+  const int host_port = FreePort(18000 + n_);
+  ASSERT_NE(host_port, 0);
+  v1::PodSandboxConfig config = BaseConfig("survivor");
+  v1::PortMapping* pm = config.add_port_mappings();
+  pm->set_container_port(80);
+  pm->set_host_port(host_port);
+  absl::StatusOr<std::string> id = Run(config);
+  ASSERT_TRUE(id.ok()) << id.status();
+  auto before = Status(*id);
+  ASSERT_TRUE(before.ok()) << before.status();
+  const std::string ip = before->network().ip();
+  ASSERT_THAT(ip, StartsWith(subnet_prefix_));
+
+  // "Restart": service A and its CniNetwork go away; B starts over the same dirs.
+  ASSERT_NO_FATAL_FAILURE(BuildService());
+  auto after = Status(*id);
+  ASSERT_TRUE(after.ok()) << after.status();
+  EXPECT_EQ(after->state(), v1::SANDBOX_READY);
+  EXPECT_EQ(after->network().ip(), ip) << "from the checkpoint";
+  EXPECT_THAT(List({{"io.kubernetes.docker.type", "podsandbox"}}), Contains(*id));
+  absl::StatusOr<std::string> body = HttpGet(ip, 80);
+  EXPECT_TRUE(body.ok()) << body.status();
+
+  absl::Status stopped = Stop(*id);
+  ASSERT_TRUE(stopped.ok()) << stopped;
+  EXPECT_THAT(Reservations(), IsEmpty());
+  EXPECT_THAT(NatRules(), Not(HasSubstr(absl::StrCat("--dport ", host_port, " "))));
+  absl::Status removed = Remove(*id);
+  ASSERT_TRUE(removed.ok()) << removed;
+  EXPECT_TRUE(absl::IsNotFound(Inspect(*id).status()));
+  EXPECT_THAT(Checkpoints(), IsEmpty());
+  EXPECT_THAT(CacheFiles(), IsEmpty());
+}
+
+TEST_F(SandboxIntegration, RestartedServiceRemovesAPodWithoutStop) {
+  absl::StatusOr<std::string> id = Run(BaseConfig("survivor2"));
+  ASSERT_TRUE(id.ok()) << id.status();
+  ASSERT_EQ(Reservations().size(), 1u);
+  ASSERT_NO_FATAL_FAILURE(BuildService());
+  absl::Status removed = Remove(*id);
+  ASSERT_TRUE(removed.ok()) << removed;
+  EXPECT_THAT(Reservations(), IsEmpty());
+  EXPECT_THAT(Checkpoints(), IsEmpty());
+  EXPECT_THAT(CacheFiles(), IsEmpty());
+}
+
+TEST_F(SandboxIntegration, FailedNetworkSetUpLeavesNothing) {
+  WriteConfList(R"({"type": "dstest-no-such-plugin"}, {"type": "portmap", "capabilities": {"portMappings": true}},
+                   {"type": "loopback"})");
+  ASSERT_NO_FATAL_FAILURE(BuildService());
+  v1::PodSandboxConfig config = BaseConfig("broken");
+  absl::StatusOr<std::string> id = Run(config);
+  ASSERT_FALSE(id.ok());
+  EXPECT_THAT(std::string(id.status().message()), HasSubstr("dstest-no-such-plugin"));
+  EXPECT_THAT(std::string(id.status().message()), HasSubstr(network_name_));
+
+  EXPECT_TRUE(absl::IsNotFound(Inspect(MakeSandboxName(config.metadata())).status()))
+      << "the infra container was removed";
+  EXPECT_THAT(Sh("docker ps -aq --filter name=_" + namespace_ + "_"), IsEmpty());
+  EXPECT_TRUE(fs::exists(ipam_dir_ + "/" + network_name_)) << "the bridge plugin did allocate before the failure";
+  EXPECT_THAT(Reservations(), IsEmpty()) << "and the address was released";
+  EXPECT_THAT(Checkpoints(), IsEmpty());
+  EXPECT_THAT(CacheFiles(), IsEmpty());
+  EXPECT_THAT(List({{"io.kubernetes.pod.namespace", namespace_}}), IsEmpty());
+
+  // After the config is fixed, the same pod runs.
+  WriteConfList(R"({"type": "loopback"})");
+  ASSERT_NO_FATAL_FAILURE(BuildService());
+  id = Run(config);
+  ASSERT_TRUE(id.ok()) << id.status();
+  EXPECT_EQ(Reservations().size(), 1u);
+}
+
+TEST_F(SandboxIntegration, HostNetworkPodUsesNoCni) {
+  // The pause image here: httpd would listen on the node's port 80.
+  ASSERT_NO_FATAL_FAILURE(BuildService(Plugin::kCni, testenv::PauseImage()));
+  v1::PodSandboxConfig config = BaseConfig("hostnet");
+  config.mutable_linux()->mutable_security_context()->mutable_namespace_options()->set_network(v1::NODE);
+  absl::StatusOr<std::string> id = Run(config);
+  ASSERT_TRUE(id.ok()) << id.status();
+  auto status = Status(*id);
+  ASSERT_TRUE(status.ok()) << status.status();
+  EXPECT_EQ(status->state(), v1::SANDBOX_READY);
+  EXPECT_EQ(status->network().ip(), "");
+  EXPECT_EQ(status->linux().namespaces().options().network(), v1::NODE);
+  auto inspect = Inspect(*id);
+  ASSERT_TRUE(inspect.ok());
+  EXPECT_EQ(inspect->network_mode, "host");
+  EXPECT_FALSE(fs::exists(ipam_dir_)) << "host-local never ran";
+  EXPECT_THAT(CacheFiles(), IsEmpty());
+  EXPECT_FALSE(ShOk("ip link show " + bridge_)) << "the bridge plugin never ran";
+
+  ASSERT_TRUE(Stop(*id).ok());
+  ASSERT_TRUE(Remove(*id).ok());
+  EXPECT_THAT(Checkpoints(), IsEmpty());
+}
+
+TEST_F(SandboxIntegration, ConfigWithoutLinuxSectionGetsCniAddress) {
+  v1::PodSandboxConfig config = BaseConfig("nolinux");
+  config.clear_linux();
+  absl::StatusOr<std::string> id = Run(config);
+  ASSERT_TRUE(id.ok()) << id.status();
+  auto status = Status(*id);
+  ASSERT_TRUE(status.ok()) << status.status();
+  EXPECT_EQ(status->state(), v1::SANDBOX_READY);
+  EXPECT_THAT(status->network().ip(), StartsWith(subnet_prefix_)) << "a CNI address, not Docker's bridge";
+  auto inspect = Inspect(*id);
+  ASSERT_TRUE(inspect.ok());
+  EXPECT_EQ(inspect->network_mode, "none");
+  EXPECT_EQ(inspect->ip_address, "");
+  absl::StatusOr<std::string> body = HttpGet(status->network().ip(), 80);
+  EXPECT_TRUE(body.ok()) << body.status();
+}
+
+TEST_F(SandboxIntegration, RuntimeHandlerRunsc) {
+  if (!DockerHasRuntime("runsc"))
+    GTEST_SKIP() << "Docker has no runtime \"runsc\": add {\"runtimes\": {\"runsc\": {\"path\": \"/usr/bin/runsc\", "
+                    "\"runtimeArgs\": [\"--network=none\"]}}} to /etc/docker/daemon.json and reload dockerd (SIGHUP)";
+  absl::StatusOr<std::string> id = Run(BaseConfig("gvisor"), "runsc");
+  ASSERT_TRUE(id.ok()) << id.status();
+  auto status = Status(*id);
+  ASSERT_TRUE(status.ok()) << status.status();
+  EXPECT_EQ(status->state(), v1::SANDBOX_READY);
+  EXPECT_EQ(status->runtime_handler(), "runsc");
+  // gVisor runs with --network=none here: its netstack ignores the CNI veth, but the
+  // pod still gets (and later releases) an address.
+  EXPECT_THAT(status->network().ip(), StartsWith(subnet_prefix_));
+  auto inspect = Inspect(*id);
+  ASSERT_TRUE(inspect.ok());
+  EXPECT_EQ(inspect->raw["HostConfig"].value("Runtime", ""), "runsc");
+  ASSERT_TRUE(Stop(*id).ok());
+  EXPECT_THAT(Reservations(), IsEmpty());
+  ASSERT_TRUE(Remove(*id).ok());
+  EXPECT_TRUE(absl::IsNotFound(Inspect(*id).status()));
+}
+
+TEST_F(SandboxIntegration, RuntimeHandlerRuncAlt) {
+  if (!DockerHasRuntime("runc-alt"))
+    GTEST_SKIP() << "Docker has no runtime \"runc-alt\": add {\"runtimes\": {\"runc-alt\": {\"path\": "
+                    "\"/usr/sbin/runc\"}}} to /etc/docker/daemon.json and reload dockerd (SIGHUP)";
+  absl::StatusOr<std::string> id = Run(BaseConfig("alt"), "runc-alt");
+  ASSERT_TRUE(id.ok()) << id.status();
+  auto status = Status(*id);
+  ASSERT_TRUE(status.ok()) << status.status();
+  EXPECT_EQ(status->state(), v1::SANDBOX_READY);
+  EXPECT_EQ(status->runtime_handler(), "runc-alt");
+  auto inspect = Inspect(*id);
+  ASSERT_TRUE(inspect.ok());
+  EXPECT_EQ(inspect->raw["HostConfig"].value("Runtime", ""), "runc-alt");
+  absl::StatusOr<std::string> body = HttpGet(status->network().ip(), 80);
+  ASSERT_TRUE(body.ok()) << body.status();
+  EXPECT_THAT(*body, HasSubstr(kHttpdText));
+}
+
+TEST_F(SandboxIntegration, UnknownRuntimeHandlerCreatesNothing) {
+  v1::PodSandboxConfig config = BaseConfig("unknown-handler");
+  absl::StatusOr<std::string> id = Run(config, "dstest-no-such-runtime");
+  ASSERT_FALSE(id.ok());
+  EXPECT_EQ(id.status().code(), absl::StatusCode::kInvalidArgument) << id.status();
+  EXPECT_THAT(std::string(id.status().message()), HasSubstr("dstest-no-such-runtime"));
+  EXPECT_TRUE(absl::IsNotFound(Inspect(MakeSandboxName(config.metadata())).status()));
+  EXPECT_FALSE(fs::exists(ipam_dir_));
+  EXPECT_THAT(Checkpoints(), IsEmpty());
+  EXPECT_THAT(CacheFiles(), IsEmpty());
+}
+
+TEST_F(SandboxIntegration, DockerBridgeModePublishesHostPort) {
+  ASSERT_NO_FATAL_FAILURE(BuildService(Plugin::kDockerBridge));
+  const int host_port = FreePort(18100 + n_);
+  ASSERT_NE(host_port, 0);
+  v1::PodSandboxConfig config = BaseConfig("plainweb");
+  v1::PortMapping* pm = config.add_port_mappings();
+  pm->set_protocol(v1::TCP);
+  pm->set_container_port(80);
+  pm->set_host_port(host_port);
+  pm->set_host_ip("127.0.0.1");
+  absl::StatusOr<std::string> id = Run(config);
+  ASSERT_TRUE(id.ok()) << id.status();
+  auto status = Status(*id);
+  ASSERT_TRUE(status.ok()) << status.status();
+  EXPECT_EQ(status->state(), v1::SANDBOX_READY);
+  EXPECT_THAT(status->network().ip(), StartsWith("172.17.")) << "Docker's default bridge";
+  auto inspect = Inspect(*id);
+  ASSERT_TRUE(inspect.ok());
+  EXPECT_EQ(inspect->network_mode, "bridge");
+  EXPECT_EQ(inspect->ip_address, status->network().ip());
+  EXPECT_FALSE(fs::exists(ipam_dir_)) << "no CNI plugin ran";
+
+  absl::StatusOr<std::string> body = HttpGet("127.0.0.1", host_port);
+  ASSERT_TRUE(body.ok()) << body.status();
+  EXPECT_THAT(*body, HasSubstr(kHttpdText));
+
+  ASSERT_TRUE(Stop(*id).ok());
+  auto stopped = Status(*id);
+  ASSERT_TRUE(stopped.ok());
+  EXPECT_EQ(stopped->state(), v1::SANDBOX_NOTREADY);
+  EXPECT_EQ(stopped->network().ip(), "");
+  ASSERT_TRUE(Remove(*id).ok());
+  EXPECT_THAT(Checkpoints(), IsEmpty());
+  EXPECT_FALSE(HttpGetOnce("127.0.0.1", host_port, absl::Seconds(1)).ok()) << "the port is no longer published";
+}
+
+TEST_F(SandboxIntegration, ListFiltersByLabelSelectorAndState) {
+  const std::string run = RandomHex();
+  v1::PodSandboxConfig a = BaseConfig("list-a");
+  (*a.mutable_labels())["dstest-run"] = run;
+  (*a.mutable_labels())["role"] = "frontend";
+  (*a.mutable_annotations())["dstest/a"] = "1";
+  v1::PodSandboxConfig b = BaseConfig("list-b");
+  (*b.mutable_labels())["dstest-run"] = run;
+  (*b.mutable_labels())["role"] = "backend";
+  absl::StatusOr<std::string> id_a = Run(a);
+  ASSERT_TRUE(id_a.ok()) << id_a.status();
+  absl::StatusOr<std::string> id_b = Run(b);
+  ASSERT_TRUE(id_b.ok()) << id_b.status();
+
+  EXPECT_THAT(List({{"dstest-run", run}}), UnorderedElementsAre(*id_a, *id_b));
+  EXPECT_THAT(List({{"dstest-run", run}, {"role", "frontend"}}), ElementsAre(*id_a));
+  EXPECT_THAT(List({{"dstest-run", run}, {"role", "backend"}}), ElementsAre(*id_b));
+  EXPECT_THAT(List({{"dstest-run", run}, {"role", "nobody"}}), IsEmpty());
+  EXPECT_THAT(List({{"dstest-run", "not-" + run}}), IsEmpty());
+
+  // The items carry metadata, labels and annotations.
+  v1::ListPodSandboxRequest req;
+  (*req.mutable_filter()->mutable_label_selector())["dstest-run"] = run;
+  req.mutable_filter()->set_id(*id_a);
+  auto resp = service_->ListPodSandbox(ctx_, req);
+  ASSERT_TRUE(resp.ok()) << resp.status();
+  ASSERT_EQ(resp->items_size(), 1);
+  const v1::PodSandbox& item = resp->items(0);
+  EXPECT_EQ(item.id(), *id_a);
+  EXPECT_EQ(item.metadata().name(), "list-a");
+  EXPECT_EQ(item.metadata().namespace_(), namespace_);
+  EXPECT_EQ(item.metadata().uid(), a.metadata().uid());
+  EXPECT_EQ(item.state(), v1::SANDBOX_READY);
+  EXPECT_GT(item.created_at(), 0);
+  EXPECT_THAT(AsMap(item.labels()), AllOf(Contains(Pair("dstest-run", run)), Contains(Pair("role", "frontend"))));
+  EXPECT_THAT(AsMap(item.labels()), Not(Contains(Key(kContainerTypeLabel))));
+  EXPECT_THAT(AsMap(item.annotations()), UnorderedElementsAre(Pair("dstest/a", "1")));
+
+  ASSERT_TRUE(Stop(*id_b).ok());
+  EXPECT_THAT(List({{"dstest-run", run}}, v1::SANDBOX_READY), ElementsAre(*id_a));
+  EXPECT_THAT(List({{"dstest-run", run}}, v1::SANDBOX_NOTREADY), ElementsAre(*id_b));
+  ASSERT_TRUE(Remove(*id_b).ok());
+  EXPECT_THAT(List({{"dstest-run", run}}), ElementsAre(*id_a));
+}
+
+TEST_F(SandboxIntegration, StopAfterTheInfraContainerDiedReleasesTheNetwork) {
+  const int host_port = FreePort(18000 + n_);
+  ASSERT_NE(host_port, 0);
+  v1::PodSandboxConfig config = BaseConfig("crashed");
+  v1::PortMapping* pm = config.add_port_mappings();
+  pm->set_container_port(80);
+  pm->set_host_port(host_port);
+  absl::StatusOr<std::string> id = Run(config);
+  ASSERT_TRUE(id.ok()) << id.status();
+  ASSERT_EQ(Reservations().size(), 1u);
+  ASSERT_TRUE(ShOk("docker kill " + *id + " >/dev/null"));
+
+  auto status = Status(*id);
+  ASSERT_TRUE(status.ok()) << status.status();
+  EXPECT_EQ(status->state(), v1::SANDBOX_NOTREADY);
+  EXPECT_EQ(status->network().ip(), "");
+  EXPECT_EQ(Reservations().size(), 1u) << "nothing released the address yet";
+
+  // The namespace is gone; DEL runs without one and still releases everything.
+  absl::Status stopped = Stop(*id);
+  ASSERT_TRUE(stopped.ok()) << stopped;
+  EXPECT_THAT(Reservations(), IsEmpty());
+  EXPECT_THAT(NatRules(), Not(HasSubstr(absl::StrCat("--dport ", host_port, " "))));
+  EXPECT_THAT(CacheFiles(), IsEmpty());
+  ASSERT_TRUE(Remove(*id).ok());
+  EXPECT_THAT(Checkpoints(), IsEmpty());
+}
+
+TEST_F(SandboxIntegration, StopAndRemoveAfterTheContainerWasRemovedBehindTheShimsBack) {
+  absl::StatusOr<std::string> id = Run(BaseConfig("vanished"));
+  ASSERT_TRUE(id.ok()) << id.status();
+  ASSERT_EQ(Reservations().size(), 1u);
+  ASSERT_TRUE(ShOk("docker rm -f " + *id + " >/dev/null"));
+
+  EXPECT_TRUE(absl::IsNotFound(Status(*id).status()));
+  absl::Status stopped = Stop(*id);
+  ASSERT_TRUE(stopped.ok()) << stopped;
+  EXPECT_THAT(Reservations(), IsEmpty()) << "the checkpoint says what to tear down";
+  EXPECT_THAT(CacheFiles(), IsEmpty());
+  absl::Status removed = Remove(*id);
+  ASSERT_TRUE(removed.ok()) << removed;
+  EXPECT_THAT(Checkpoints(), IsEmpty());
+}
+
+// crictl users run the same pod config again after `crictl stopp`, or after its infra
+// container died: Docker still holds a container with that name, which RunPodSandbox
+// replaces. The replaced sandbox's network and checkpoint must not outlive it: once
+// its container is gone nothing (kubelet, ListPodSandbox) will ever name its ID again.
+TEST_F(SandboxIntegration, RunningTheSameConfigAgainReplacesTheDeadSandboxCompletely) {
+  const int host_port = FreePort(18000 + n_);
+  ASSERT_NE(host_port, 0);
+  v1::PodSandboxConfig config = BaseConfig("again");
+  v1::PortMapping* pm = config.add_port_mappings();
+  pm->set_container_port(80);
+  pm->set_host_port(host_port);
+  absl::StatusOr<std::string> first = Run(config);
+  ASSERT_TRUE(first.ok()) << first.status();
+  auto first_status = Status(*first);
+  ASSERT_TRUE(first_status.ok());
+  const std::string first_ip = first_status->network().ip();
+
+  absl::StatusOr<std::string> running_again = Run(config);
+  ASSERT_FALSE(running_again.ok()) << "the first one still runs";
+  EXPECT_EQ(running_again.status().code(), absl::StatusCode::kAlreadyExists) << running_again.status();
+  EXPECT_THAT(Reservations(), ElementsAre(first_ip)) << "the refused attempt allocated nothing";
+
+  // The infra container dies without StopPodSandbox: its address, portmap rules and
+  // checkpoint are still there.
+  ASSERT_TRUE(ShOk("docker kill " + *first + " >/dev/null"));
+  absl::StatusOr<std::string> second = Run(config);
+  ASSERT_TRUE(second.ok()) << second.status();
+  ASSERT_NE(*second, *first);
+  EXPECT_TRUE(absl::IsNotFound(Inspect(*first).status()));
+  auto second_status = Status(*second);
+  ASSERT_TRUE(second_status.ok());
+  const std::string second_ip = second_status->network().ip();
+  // The stale-container branch of RunPodSandbox (shim/sandbox_run.cc) must stop the
+  // dead sandbox (CNI DEL) and drop its checkpoint, not just `docker rm -f` it.
+  EXPECT_THAT(Reservations(), ElementsAre(second_ip)) << "the replaced sandbox's address " << first_ip << " leaked";
+  EXPECT_THAT(Checkpoints(), ElementsAre(*second)) << "the replaced sandbox's checkpoint leaked";
+  EXPECT_THAT(CacheFiles(), ElementsAre(cni_->CacheFile(network_name_, *second)));
+  EXPECT_THAT(NatRules(), Not(HasSubstr("--to-destination " + first_ip + ":80")));
+  absl::StatusOr<std::string> body = HttpGet("127.0.0.1", host_port);
+  ASSERT_TRUE(body.ok()) << body.status();
+  EXPECT_THAT(*body, HasSubstr(kHttpdText));
+}
+
+TEST_F(SandboxIntegration, ConcurrentRunsGetDistinctAddresses) {
+  constexpr int kPods = 4;
+  std::vector<absl::StatusOr<v1::RunPodSandboxResponse>> results(kPods, absl::UnknownError("not run"));
+  std::vector<std::thread> threads;
+  for (int i = 0; i < kPods; ++i) {
+    v1::RunPodSandboxRequest req;
+    *req.mutable_config() = BaseConfig(absl::StrCat("par", i));
+    threads.emplace_back([this, req, &results, i] { results[i] = service_->RunPodSandbox(ctx_, req); });
+  }
+  for (auto& t : threads) t.join();
+  std::set<std::string> ips;
+  for (int i = 0; i < kPods; ++i) {
+    ASSERT_TRUE(results[i].ok()) << results[i].status();
+    sandboxes_.push_back(results[i]->pod_sandbox_id());
+    auto status = Status(results[i]->pod_sandbox_id());
+    ASSERT_TRUE(status.ok()) << status.status();
+    EXPECT_THAT(status->network().ip(), StartsWith(subnet_prefix_));
+    ips.insert(status->network().ip());
+  }
+  EXPECT_EQ(ips.size(), static_cast<size_t>(kPods));
+  EXPECT_EQ(Reservations().size(), static_cast<size_t>(kPods));
+  EXPECT_EQ(Checkpoints().size(), static_cast<size_t>(kPods));
+  for (const std::string& ip : ips) {
+    absl::StatusOr<std::string> body = HttpGet(ip, 80);
+    EXPECT_TRUE(body.ok()) << ip << ": " << body.status();
+  }
+}
+
+// PodSandboxStatus and ListPodSandbox report the labels of the pod config, nothing
+// else (as containerd and CRI-O do). Docker merges the image's labels into the
+// container's, so a pod infra image with labels (here dockershim-test/httpd's
+// "io.dockershim.test-images") must not surface as pod labels, nor match a selector.
+// KNOWN BUG (reported to the lead, not fixed here): the shim reports the merged set;
+// cri-dockerd does the same.
+TEST_F(SandboxIntegration, LabelsAreExactlyTheConfiguredOnes) {
+  auto image = docker_->InspectImage(ctx_, kHttpdImage);
+  ASSERT_TRUE(image.ok()) << image.status();
+  ASSERT_FALSE(image->config.labels.empty()) << "the test needs an infra image with labels";
+  const std::string image_label = image->config.labels.begin()->first;
+
+  v1::PodSandboxConfig config = BaseConfig("labels");
+  (*config.mutable_labels())["app"] = "exact";
+  (*config.mutable_annotations())["dstest/note"] = "exact";
+  absl::StatusOr<std::string> id = Run(config);
+  ASSERT_TRUE(id.ok()) << id.status();
+
+  auto status = Status(*id);
+  ASSERT_TRUE(status.ok()) << status.status();
+  EXPECT_THAT(AsMap(status->labels()), UnorderedElementsAre(Pair("app", "exact")));
+  EXPECT_THAT(AsMap(status->annotations()), UnorderedElementsAre(Pair("dstest/note", "exact")));
+
+  v1::ListPodSandboxRequest req;
+  req.mutable_filter()->set_id(*id);
+  auto list = service_->ListPodSandbox(ctx_, req);
+  ASSERT_TRUE(list.ok()) << list.status();
+  ASSERT_EQ(list->items_size(), 1);
+  EXPECT_THAT(AsMap(list->items(0).labels()), UnorderedElementsAre(Pair("app", "exact")));
+  EXPECT_THAT(AsMap(list->items(0).annotations()), UnorderedElementsAre(Pair("dstest/note", "exact")));
+  EXPECT_THAT(List({{"app", "exact"}, {image_label, image->config.labels.begin()->second}}), IsEmpty())
+      << "a selector on a label the pod does not have matches nothing";
+}
+
+}  // namespace
+}  // namespace shim
