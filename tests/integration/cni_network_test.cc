@@ -18,6 +18,7 @@
 #include "absl/strings/str_cat.h"
 #include "shim/network/cni_network.h"
 #include "tests/integration/env.h"
+#include "tests/integration/shell.h"
 
 namespace network {
 namespace {
@@ -26,23 +27,8 @@ using ::testing::HasSubstr;
 using ::testing::Not;
 using ::testing::StartsWith;
 
-// Runs a shell command (test setup only) and returns its stdout.
-std::string Sh(const std::string& command, int* exit_code = nullptr) {
-  std::string out;
-  FILE* p = ::popen((command + " 2>/dev/null").c_str(), "r");
-  if (!p) return out;
-  char buf[4096];
-  while (size_t n = fread(buf, 1, sizeof buf, p)) out.append(buf, n);
-  int status = ::pclose(p);
-  if (exit_code) *exit_code = WIFEXITED(status) ? WEXITSTATUS(status) : -1;
-  return out;
-}
-
-bool ShOk(const std::string& command) {
-  int code = -1;
-  Sh(command, &code);
-  return code == 0;
-}
+using testenv::Sh;
+using testenv::ShOk;
 
 class CniRealPlugins : public ::testing::Test {
  protected:

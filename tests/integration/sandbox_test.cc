@@ -54,6 +54,7 @@
 #include "shim/network/cni_network.h"
 #include "shim/network/docker_bridge.h"
 #include "tests/integration/env.h"
+#include "tests/integration/shell.h"
 
 namespace shim {
 namespace {
@@ -81,23 +82,8 @@ constexpr char kNetworkPrefix[] = "dstest-sbxnet-";
 // Bridge numbers used by this file: dsbr<N>, 10.99.<N>.0/24.
 constexpr int kFirstN = 10, kLastN = 59;
 
-// Runs a shell command (test setup and inspection only) and returns its stdout.
-std::string Sh(const std::string& command, int* exit_code = nullptr) {
-  std::string out;
-  FILE* p = ::popen((command + " 2>/dev/null").c_str(), "r");
-  if (!p) return out;
-  char buf[4096];
-  while (size_t n = fread(buf, 1, sizeof buf, p)) out.append(buf, n);
-  int status = ::pclose(p);
-  if (exit_code) *exit_code = WIFEXITED(status) ? WEXITSTATUS(status) : -1;
-  return out;
-}
-
-bool ShOk(const std::string& command) {
-  int code = -1;
-  Sh(command, &code);
-  return code == 0;
-}
+using testenv::Sh;
+using testenv::ShOk;
 
 // Protobuf maps print as bytes in gtest; compare them as std::map.
 std::map<std::string, std::string> AsMap(const google::protobuf::Map<std::string, std::string>& m) {
