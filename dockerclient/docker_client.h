@@ -4,6 +4,7 @@
 #include <functional>
 #include <optional>
 #include <string>
+#include <string_view>
 #include <vector>
 
 #include "absl/status/status.h"
@@ -30,6 +31,24 @@ struct PullOptions {
 
 struct StopOptions {
   int64_t timeout_seconds = 10;
+};
+
+struct ExecConfig {
+  std::vector<std::string> cmd;
+  bool attach_stdin = false, attach_stdout = true, attach_stderr = true;
+  bool tty = false;
+};
+
+struct ExecInspect {
+  bool running = false;
+  std::optional<int> exit_code;  // unset while running
+  int pid = 0;
+};
+
+// Receives an exec's output as it arrives. Without a TTY both streams are separate;
+// with one everything comes as stdout.
+struct ExecOutput {
+  std::function<void(std::string_view)> on_stdout, on_stderr;
 };
 
 class DockerClient {
@@ -60,6 +79,15 @@ class DockerClient {
   virtual absl::Status StopContainer(const common::Context& ctx, const std::string& id,
                                      const StopOptions& options) = 0;
   virtual absl::Status RemoveContainer(const common::Context& ctx, const std::string& id, bool force) = 0;
+
+  // Exec. CreateExec fails with FAILED_PRECONDITION when the container is not running.
+  virtual absl::StatusOr<std::string> CreateExec(const common::Context& ctx, const std::string& container_id,
+                                                 const ExecConfig& config) = 0;
+  // Starts the exec without stdin and delivers its output until the process ends
+  // (`tty` must match the exec's config). The context's deadline bounds the whole run.
+  virtual absl::Status RunExec(const common::Context& ctx, const std::string& exec_id, bool tty,
+                               const ExecOutput& output) = 0;
+  virtual absl::StatusOr<ExecInspect> InspectExec(const common::Context& ctx, const std::string& exec_id) = 0;
 };
 
 }  // namespace dockerclient

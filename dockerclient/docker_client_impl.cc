@@ -14,6 +14,7 @@
 #include "common/status.h"
 #include "common/strings.h"
 #include "dockerclient/errors.h"
+#include "dockerclient/stdcopy.h"
 
 namespace dockerclient {
 namespace {
@@ -377,6 +378,67 @@ absl::Status DockerClientImpl::RemoveContainer(const common::Context& ctx, const
     return HttpError(response.status, response.body, operation);
   }
   return absl::OkStatus();
+}
+
+absl::StatusOr<std::string> DockerClientImpl::CreateExec(const common::Context& ctx, const std::string& container_id,
+                                                         const ExecConfig& config) {
+  const std::string operation = absl::StrCat("create exec in container ", container_id);
+  const json body = {{"Cmd", config.cmd},
+                     {"AttachStdin", config.attach_stdin},
+                     {"AttachStdout", config.attach_stdout},
+                     {"AttachStderr", config.attach_stderr},
+                     {"Tty", config.tty}};
+  ASSIGN_OR_RETURN(HttpResponse response,
+                   Call(ctx, operation, "POST", absl::StrCat("/containers/", Escape(container_id), "/exec"), Dump(body)));
+  // 409: the container is not running (or is paused).
+  if (response.status != 201 && response.status != 200) return HttpError(response.status, response.body, operation);
+  ASSIGN_OR_RETURN(json created, ParseBody(response, operation));
+  const auto id = created.find("Id");
+  if (!created.is_object() || id == created.end() || !id->is_string() || id->get<std::string>().empty()) {
+    return absl::InternalError(absl::StrCat(operation, ": dockerd answered without an exec ID"));
+  }
+  return id->get<std::string>();
+}
+
+absl::Status DockerClientImpl::RunExec(const common::Context& ctx, const std::string& exec_id, bool tty,
+                                       const ExecOutput& output) {
+  const std::string operation = absl::StrCat("run exec ", exec_id);
+  ASSIGN_OR_RETURN(const std::string prefix, ApiPrefix(ctx, operation));
+  // Without an Upgrade header dockerd answers "200 OK" and sends the raw stream until
+  // the process ends, then closes the connection: a body read to EOF.
+  StdDemuxer demux([&output](StdStream stream, std::string_view data) {
+    const auto& sink = stream == StdStream::kStdout ? output.on_stdout : output.on_stderr;
+    if (sink) sink(data);
+  });
+  bool malformed = false;
+  auto response = transport_->Stream(
+      ctx, "POST", absl::StrCat(prefix, "/exec/", Escape(exec_id), "/start"), Dump(json{{"Detach", false}, {"Tty", tty}}),
+      {}, absl::InfiniteDuration(), [&](std::string_view data) {
+        if (tty) {
+          if (output.on_stdout) output.on_stdout(data);
+        } else if (!malformed && !demux.Feed(data)) {
+          malformed = true;
+        }
+      });
+  if (!response.ok()) return common::Annotate(response.status(), operation);
+  if (response->status / 100 != 2) return HttpError(response->status, response->body, operation);
+  if (malformed) return absl::InternalError(absl::StrCat(operation, ": dockerd sent a malformed output stream"));
+  return absl::OkStatus();
+}
+
+absl::StatusOr<ExecInspect> DockerClientImpl::InspectExec(const common::Context& ctx, const std::string& exec_id) {
+  ASSIGN_OR_RETURN(json body,
+                   GetJson(ctx, absl::StrCat("inspect exec ", exec_id), absl::StrCat("/exec/", Escape(exec_id), "/json")));
+  ExecInspect inspect;
+  if (!body.is_object()) return inspect;
+  if (const auto running = body.find("Running"); running != body.end() && running->is_boolean()) {
+    inspect.running = running->get<bool>();
+  }
+  if (const auto code = body.find("ExitCode"); code != body.end() && code->is_number_integer()) {
+    inspect.exit_code = code->get<int>();
+  }
+  if (const auto pid = body.find("Pid"); pid != body.end() && pid->is_number_integer()) inspect.pid = pid->get<int>();
+  return inspect;
 }
 
 }  // namespace dockerclient

@@ -57,6 +57,12 @@ class DockerClientImpl : public DockerClient {
   absl::Status StopContainer(const common::Context& ctx, const std::string& id, const StopOptions& options) override;
   absl::Status RemoveContainer(const common::Context& ctx, const std::string& id, bool force) override;
 
+  absl::StatusOr<std::string> CreateExec(const common::Context& ctx, const std::string& container_id,
+                                         const ExecConfig& config) override;
+  absl::Status RunExec(const common::Context& ctx, const std::string& exec_id, bool tty,
+                       const ExecOutput& output) override;
+  absl::StatusOr<ExecInspect> InspectExec(const common::Context& ctx, const std::string& exec_id) override;
+
  private:
   explicit DockerClientImpl(std::unique_ptr<HttpTransport> transport);
 

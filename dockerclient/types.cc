@@ -177,10 +177,25 @@ ContainerInspect ParseContainerInspect(const json& j) {
   const json& config = Field(j, "Config");
   c.config_image = Str(config, "Image");
   c.hostname = Str(config, "Hostname");
+  c.user = Str(config, "User");
+  c.stop_signal = Str(config, "StopSignal");
+  c.tty = Bool(config, "Tty");
   c.labels = StringMap(config, "Labels");
   c.env = Strings(config, "Env");
 
-  c.network_mode = Str(Field(j, "HostConfig"), "NetworkMode");
+  const json& host = Field(j, "HostConfig");
+  c.resources.cpu_period = Int(host, "CpuPeriod");
+  c.resources.cpu_quota = Int(host, "CpuQuota");
+  c.resources.cpu_shares = Int(host, "CpuShares");
+  c.resources.cpuset_cpus = Str(host, "CpusetCpus");
+  c.resources.cpuset_mems = Str(host, "CpusetMems");
+  c.resources.memory = Int(host, "Memory");
+  c.resources.memory_swap = Int(host, "MemorySwap");
+  c.resources.oom_score_adj = Int(host, "OomScoreAdj");
+  c.runtime = Str(host, "Runtime");
+  c.pid_mode = Str(host, "PidMode");
+  c.ipc_mode = Str(host, "IpcMode");
+  c.network_mode = Str(host, "NetworkMode");
   const json& network = Field(j, "NetworkSettings");
   c.ip_address = NetworkAddress(network, "IPAddress");
   c.ipv6_address = NetworkAddress(network, "GlobalIPv6Address");

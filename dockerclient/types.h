@@ -83,6 +83,15 @@ struct MountPoint {
   bool rw = true;
 };
 
+// HostConfig's cgroup settings; 0 or empty when Docker applies none.
+struct ContainerResources {
+  int64_t cpu_period = 0, cpu_quota = 0, cpu_shares = 0;
+  std::string cpuset_cpus, cpuset_mems;
+  int64_t memory = 0;
+  int64_t memory_swap = 0;  // memory + swap; -1 is unlimited
+  int64_t oom_score_adj = 0;
+};
+
 struct ContainerInspect {
   std::string id;
   std::string name;  // with leading "/"
@@ -93,9 +102,16 @@ struct ContainerInspect {
   // Config
   std::string config_image;  // the reference the container was created from
   std::string hostname;
+  std::string user;         // "uid[:gid]" or a name, as given at create
+  std::string stop_signal;  // "SIGTERM", "TERM" or "15"; empty for Docker's default
+  bool tty = false;
   Labels labels;
   std::vector<std::string> env;
   // HostConfig / NetworkSettings
+  ContainerResources resources;
+  std::string runtime;   // OCI runtime name, "runc"
+  std::string pid_mode;  // "", "host", "container:<id>"
+  std::string ipc_mode;  // "private", "shareable", "host", "container:<id>"
   std::string network_mode;
   std::string ip_address;     // default network's address (plugin-less mode)
   std::string ipv6_address;

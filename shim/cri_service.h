@@ -3,7 +3,8 @@
 // request proto and returns the response or an absl::Status; the gRPC adapter
 // (grpc_services.cc) converts statuses in one place. Methods live in one file per
 // RPC family: runtime_info.cc, images.cc, image_pull.cc, image_fs_info.cc,
-// sandbox_run.cc, sandbox_stop_remove.cc, sandbox_status.cc.
+// sandbox_run.cc, sandbox_stop_remove.cc, sandbox_status.cc, container_lifecycle.cc,
+// container_status.cc, exec_sync.cc.
 #include <map>
 #include <memory>
 #include <mutex>
@@ -75,6 +76,23 @@ class CriService {
   absl::StatusOr<v1::ListPodSandboxResponse> ListPodSandbox(const common::Context& ctx,
                                                             const v1::ListPodSandboxRequest& req);
 
+  // container_lifecycle.cc
+  absl::StatusOr<v1::CreateContainerResponse> CreateContainer(const common::Context& ctx,
+                                                              const v1::CreateContainerRequest& req);
+  absl::StatusOr<v1::StartContainerResponse> StartContainer(const common::Context& ctx,
+                                                            const v1::StartContainerRequest& req);
+  absl::StatusOr<v1::StopContainerResponse> StopContainer(const common::Context& ctx,
+                                                          const v1::StopContainerRequest& req);
+  absl::StatusOr<v1::RemoveContainerResponse> RemoveContainer(const common::Context& ctx,
+                                                              const v1::RemoveContainerRequest& req);
+  // container_status.cc
+  absl::StatusOr<v1::ContainerStatusResponse> ContainerStatus(const common::Context& ctx,
+                                                              const v1::ContainerStatusRequest& req);
+  absl::StatusOr<v1::ListContainersResponse> ListContainers(const common::Context& ctx,
+                                                            const v1::ListContainersRequest& req);
+  // exec_sync.cc
+  absl::StatusOr<v1::ExecSyncResponse> ExecSync(const common::Context& ctx, const v1::ExecSyncRequest& req);
+
  private:
   // Docker's /info changes rarely; cached briefly so Status/RuntimeConfig stay cheap.
   absl::StatusOr<dockerclient::SystemInfo> CachedInfo(const common::Context& ctx);
@@ -90,10 +108,20 @@ class CriService {
   // Detaches the network recorded in the checkpoint (once); `netns` may be empty.
   absl::Status TearDownNetwork(const common::Context& ctx, const std::string& sandbox_id, const std::string& netns,
                                const dockerclient::Labels& labels);
-  // Docker merges an image's labels into its containers' labels; CRI reports only
-  // the pod's own. Image labels are cached by image ID (immutable).
-  dockerclient::Labels WithoutImageLabels(const common::Context& ctx, const dockerclient::Labels& labels,
-                                          const std::string& image_id);
+  // What status calls need of a container's image, cached by image ID. Docker merges
+  // an image's labels into its containers' labels; CRI reports only the pod's own.
+  struct ImageFacts {
+    dockerclient::Labels labels;
+    std::string image_ref;  // CRI image_ref (ToImageRef)
+    std::string image_tag;  // first repo tag; empty when untagged
+    absl::Time fetched_at;
+  };
+  ImageFacts FactsOfImage(const common::Context& ctx, const std::string& image_id);
+  static dockerclient::Labels WithoutLabelsOf(const ImageFacts& image, const dockerclient::Labels& labels);
+
+  // Inspects `id` (ID or unique prefix); NOT_FOUND unless it is a CRI app container.
+  absl::StatusOr<dockerclient::ContainerInspect> InspectCriContainer(const common::Context& ctx,
+                                                                     const std::string& id);
   // Undoes a RunPodSandbox that failed after creating `id`.
   void RollBackSandbox(const std::string& id, bool network_attached, const network::PodNetworkRequest& net_req,
                        const std::string& network_name);
@@ -113,7 +141,7 @@ class CriService {
     uint64_t bytes = 0, inodes = 0;
   };
   FsUsage fs_usage_;  // guarded by mu_
-  std::map<std::string, dockerclient::Labels> image_labels_;  // by image ID; guarded by mu_
+  std::map<std::string, ImageFacts> image_facts_;  // by image ID; guarded by mu_
 };
 
 }  // namespace shim

@@ -105,31 +105,38 @@ grpc::Status RuntimeServiceImpl::StreamPodSandboxes(grpc::ServerContext* ctx, co
 }
 
 grpc::Status RuntimeServiceImpl::CreateContainer(grpc::ServerContext* ctx, const v1::CreateContainerRequest* req, v1::CreateContainerResponse* resp) {
-  return Unimplemented("CreateContainer");
+  return Handle("CreateContainer", Bounded(ctx, options_), *req, resp, [&](const common::Context& c, const auto& r) { return service_.CreateContainer(c, r); });
 }
 
 grpc::Status RuntimeServiceImpl::StartContainer(grpc::ServerContext* ctx, const v1::StartContainerRequest* req, v1::StartContainerResponse* resp) {
-  return Unimplemented("StartContainer");
+  return Handle("StartContainer", Bounded(ctx, options_), *req, resp, [&](const common::Context& c, const auto& r) { return service_.StartContainer(c, r); });
 }
 
 grpc::Status RuntimeServiceImpl::StopContainer(grpc::ServerContext* ctx, const v1::StopContainerRequest* req, v1::StopContainerResponse* resp) {
-  return Unimplemented("StopContainer");
+  return Handle("StopContainer", Bounded(ctx, options_), *req, resp, [&](const common::Context& c, const auto& r) { return service_.StopContainer(c, r); });
 }
 
 grpc::Status RuntimeServiceImpl::RemoveContainer(grpc::ServerContext* ctx, const v1::RemoveContainerRequest* req, v1::RemoveContainerResponse* resp) {
-  return Unimplemented("RemoveContainer");
+  return Handle("RemoveContainer", Bounded(ctx, options_), *req, resp, [&](const common::Context& c, const auto& r) { return service_.RemoveContainer(c, r); });
 }
 
 grpc::Status RuntimeServiceImpl::ListContainers(grpc::ServerContext* ctx, const v1::ListContainersRequest* req, v1::ListContainersResponse* resp) {
-  return Unimplemented("ListContainers");
+  return Handle("ListContainers", Bounded(ctx, options_), *req, resp, [&](const common::Context& c, const auto& r) { return service_.ListContainers(c, r); });
 }
 
 grpc::Status RuntimeServiceImpl::StreamContainers(grpc::ServerContext* ctx, const v1::StreamContainersRequest* req, grpc::ServerWriter<v1::StreamContainersResponse>* writer) {
-  return Unimplemented("StreamContainers");
+  return Handle("StreamContainers", Bounded(ctx, options_), *req, writer, [&](const common::Context& c, const auto& r) {
+    v1::ListContainersRequest list;
+    *list.mutable_filter() = r.filter();
+    auto listed = service_.ListContainers(c, list);
+    if (!listed.ok()) return listed.status();
+    return WriteBatches<v1::StreamContainersResponse>(listed->containers(), writer,
+                                                      [](v1::StreamContainersResponse& b) { return b.mutable_containers(); });
+  });
 }
 
 grpc::Status RuntimeServiceImpl::ContainerStatus(grpc::ServerContext* ctx, const v1::ContainerStatusRequest* req, v1::ContainerStatusResponse* resp) {
-  return Unimplemented("ContainerStatus");
+  return Handle("ContainerStatus", Bounded(ctx, options_), *req, resp, [&](const common::Context& c, const auto& r) { return service_.ContainerStatus(c, r); });
 }
 
 grpc::Status RuntimeServiceImpl::UpdateContainerResources(grpc::ServerContext* ctx, const v1::UpdateContainerResourcesRequest* req, v1::UpdateContainerResourcesResponse* resp) {
@@ -141,7 +148,7 @@ grpc::Status RuntimeServiceImpl::ReopenContainerLog(grpc::ServerContext* ctx, co
 }
 
 grpc::Status RuntimeServiceImpl::ExecSync(grpc::ServerContext* ctx, const v1::ExecSyncRequest* req, v1::ExecSyncResponse* resp) {
-  return Unimplemented("ExecSync");
+  return Handle("ExecSync", Unbounded(ctx, options_), *req, resp, [&](const common::Context& c, const auto& r) { return service_.ExecSync(c, r); });
 }
 
 grpc::Status RuntimeServiceImpl::Exec(grpc::ServerContext* ctx, const v1::ExecRequest* req, v1::ExecResponse* resp) {

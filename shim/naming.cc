@@ -16,8 +16,9 @@
 //   same way; neither shim escapes '_'. Callers that need the exact metadata
 //   should keep it elsewhere (labels io.kubernetes.pod.* carry it verbatim).
 // * Stricter than cri-dockerd: the sandbox parser requires part 1 to be "POD"
-//   (cri-dockerd's parseSandboxName does not look at it, so a workload container
-//   name parses as a sandbox there).
+//   and the container parser refuses "POD" and an empty container name
+//   (cri-dockerd's parsers do not look at part 1, so each accepts the other's
+//   names).
 // * The attempt is parsed like Go's strconv.ParseUint(s, 10, 32): decimal
 //   digits only (leading zeros allowed, no sign, no spaces), at most 2^32-1.
 #include <cstdint>
@@ -27,13 +28,13 @@
 #include "absl/status/status.h"
 #include "absl/strings/str_cat.h"
 #include "absl/strings/str_split.h"
+#include "common/status.h"
 
 namespace shim {
 namespace {
 
 constexpr char kKubePrefix[] = "k8s";
 constexpr char kNameDelimiter = '_';
-// Set by cri-dockerd on sandboxes ("POD") for cadvisor/summary; not a CRI label.
 
 bool ParseAttempt(const std::string& text, uint32_t* out) {
   if (text.empty() || text.size() > 20) return false;
@@ -47,6 +48,37 @@ bool ParseAttempt(const std::string& text, uint32_t* out) {
   return true;
 }
 
+// The fields of a name both kinds share: k8s_<container>_<pod>_<namespace>_<uid>_<attempt>[_<random>].
+// The attempt is the container's for workload containers and the pod's for sandboxes.
+struct NameParts {
+  std::string container;
+  runtime::v1::PodSandboxMetadata pod;  // without attempt
+  uint32_t attempt = 0;
+};
+
+absl::StatusOr<NameParts> SplitName(const std::string& name, absl::string_view kind, absl::string_view format) {
+  absl::string_view trimmed = name;
+  if (!trimmed.empty() && trimmed.front() == '/') trimmed.remove_prefix(1);
+  std::vector<std::string> parts = absl::StrSplit(trimmed, kNameDelimiter);
+  if (parts.size() != 6 && parts.size() != 7) {
+    return absl::InvalidArgumentError(absl::StrCat("not a ", kind, " name (want ", format, ", got ", parts.size(),
+                                                   " '_'-separated parts): \"", name, "\""));
+  }
+  if (parts[0] != kKubePrefix) {
+    return absl::InvalidArgumentError(absl::StrCat("container is not managed by kubernetes: \"", name, "\""));
+  }
+  NameParts out;
+  if (!ParseAttempt(parts[5], &out.attempt)) {
+    return absl::InvalidArgumentError(
+        absl::StrCat("bad attempt \"", parts[5], "\" in ", kind, " name (want a uint32): \"", name, "\""));
+  }
+  out.container = std::move(parts[1]);
+  out.pod.set_name(std::move(parts[2]));
+  out.pod.set_namespace_(std::move(parts[3]));
+  out.pod.set_uid(std::move(parts[4]));
+  return out;
+}
+
 bool IsInternalLabel(const std::string& key) {
   return key == kContainerTypeLabel || key == kSandboxIdLabel || key == kContainerLogPathLabel;
 }
@@ -58,32 +90,39 @@ std::string MakeSandboxName(const runtime::v1::PodSandboxMetadata& metadata) {
                       metadata.uid(), "_", metadata.attempt());
 }
 
+std::string MakeContainerName(const runtime::v1::PodSandboxMetadata& sandbox,
+                              const runtime::v1::ContainerMetadata& container) {
+  return absl::StrCat(kKubePrefix, "_", container.name(), "_", sandbox.name(), "_", sandbox.namespace_(), "_",
+                      sandbox.uid(), "_", container.attempt());
+}
+
 absl::StatusOr<runtime::v1::PodSandboxMetadata> ParseSandboxName(const std::string& name) {
-  absl::string_view trimmed = name;
-  if (!trimmed.empty() && trimmed.front() == '/') trimmed.remove_prefix(1);
-  std::vector<std::string> parts = absl::StrSplit(trimmed, kNameDelimiter);
-  if (parts.size() != 6 && parts.size() != 7) {
-    return absl::InvalidArgumentError(absl::StrCat("not a sandbox name (want k8s_POD_<name>_<namespace>_<uid>_<attempt>, got ",
-                                                   parts.size(), " '_'-separated parts): \"", name, "\""));
-  }
-  if (parts[0] != kKubePrefix) {
-    return absl::InvalidArgumentError(absl::StrCat("container is not managed by kubernetes: \"", name, "\""));
-  }
-  if (parts[1] != kSandboxContainerName) {
-    return absl::InvalidArgumentError(absl::StrCat("not a sandbox name (container name part is \"", parts[1],
+  ASSIGN_OR_RETURN(NameParts parts, SplitName(name, "sandbox", "k8s_POD_<name>_<namespace>_<uid>_<attempt>"));
+  if (parts.container != kSandboxContainerName) {
+    return absl::InvalidArgumentError(absl::StrCat("not a sandbox name (container name part is \"", parts.container,
                                                    "\", want \"POD\"): \"", name, "\""));
   }
-  uint32_t attempt = 0;
-  if (!ParseAttempt(parts[5], &attempt)) {
-    return absl::InvalidArgumentError(
-        absl::StrCat("bad attempt \"", parts[5], "\" in sandbox name (want a uint32): \"", name, "\""));
-  }
-  runtime::v1::PodSandboxMetadata metadata;
-  metadata.set_name(parts[2]);
-  metadata.set_namespace_(parts[3]);
-  metadata.set_uid(parts[4]);
-  metadata.set_attempt(attempt);
+  runtime::v1::PodSandboxMetadata metadata = std::move(parts.pod);
+  metadata.set_attempt(parts.attempt);
   return metadata;
+}
+
+absl::StatusOr<ParsedContainerName> ParseContainerName(const std::string& name) {
+  ASSIGN_OR_RETURN(NameParts parts,
+                   SplitName(name, "container", "k8s_<container>_<pod>_<namespace>_<uid>_<attempt>"));
+  if (parts.container == kSandboxContainerName) {
+    return absl::InvalidArgumentError(
+        absl::StrCat("not a container name (container name part \"POD\" marks a pod sandbox): \"", name, "\""));
+  }
+  if (parts.container.empty()) {
+    return absl::InvalidArgumentError(
+        absl::StrCat("not a container name (empty container name part): \"", name, "\""));
+  }
+  ParsedContainerName parsed;
+  parsed.sandbox = std::move(parts.pod);
+  parsed.container.set_name(parts.container);
+  parsed.container.set_attempt(parts.attempt);
+  return parsed;
 }
 
 std::map<std::string, std::string> MakeLabels(const google::protobuf::Map<std::string, std::string>& labels,

@@ -31,6 +31,16 @@ std::string MakeSandboxName(const runtime::v1::PodSandboxMetadata& metadata);
 // name is not one of ours (e.g. a container not created by a CRI shim).
 absl::StatusOr<runtime::v1::PodSandboxMetadata> ParseSandboxName(const std::string& name);
 
+// The container's attempt goes into the name; the pod's attempt does not.
+std::string MakeContainerName(const runtime::v1::PodSandboxMetadata& sandbox,
+                              const runtime::v1::ContainerMetadata& container);
+struct ParsedContainerName {
+  runtime::v1::PodSandboxMetadata sandbox;  // name, namespace, uid; attempt is not in the name (0)
+  runtime::v1::ContainerMetadata container;
+};
+// Like ParseSandboxName; also INVALID_ARGUMENT for a sandbox's name ("POD").
+absl::StatusOr<ParsedContainerName> ParseContainerName(const std::string& name);
+
 // Docker labels for a sandbox or container: the user's labels, annotations as
 // "annotation.<key>", and the internal labels in `internal`.
 std::map<std::string, std::string> MakeLabels(const google::protobuf::Map<std::string, std::string>& labels,

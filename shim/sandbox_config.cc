@@ -1,7 +1,6 @@
 #include "shim/sandbox_config.h"
 
 #include <cstdint>
-#include <fstream>
 #include <optional>
 #include <string>
 #include <vector>
@@ -12,6 +11,7 @@
 #include "absl/strings/str_split.h"
 #include "absl/strings/string_view.h"
 #include "common/status.h"
+#include "shim/security_opts.h"
 
 namespace shim {
 namespace {
@@ -19,14 +19,12 @@ namespace {
 using runtime::v1::LinuxSandboxSecurityContext;
 using runtime::v1::NamespaceMode;
 using runtime::v1::PodSandboxConfig;
-using runtime::v1::SecurityProfile;
 
 constexpr absl::string_view kIngressBandwidth = "kubernetes.io/ingress-bandwidth";
 constexpr absl::string_view kEgressBandwidth = "kubernetes.io/egress-bandwidth";
 // The kubelet's sanity limits for pod bandwidth, in bits per second.
-constexpr int64_t kMinBandwidth = 1000;                   // 1k
-constexpr int64_t kMaxBandwidth = 1000000000000000LL;     // 1P
-constexpr std::size_t kMaxSeccompProfileBytes = 1 << 20;  // Docker's default profile is ~20 KiB
+constexpr int64_t kMinBandwidth = 1000;                // 1k
+constexpr int64_t kMaxBandwidth = 1000000000000000LL;  // 1P
 
 absl::Status Invalid(absl::string_view msg) { return absl::InvalidArgumentError(msg); }
 
@@ -74,125 +72,6 @@ absl::StatusOr<std::vector<std::string>> ExpandSlice(const std::string& slice, c
 }
 
 // ---------------------------------------------------------------------------
-// Security context
-
-absl::StatusOr<std::string> ReadSeccompProfile(const std::string& ref, const std::string& root,
-                                               absl::string_view field) {
-  if (ref.empty()) {
-    return Invalid(absl::StrCat(field, ": a Localhost seccomp profile needs a profile path"));
-  }
-  std::string path = ref;
-  if (ref[0] != '/') {
-    if (root.empty()) {
-      return Invalid(absl::StrCat(field, ": seccomp profile path ", Quote(ref),
-                                  " is relative and no seccomp profile root is configured"));
-    }
-    path = absl::StrCat(absl::StripSuffix(root, "/"), "/", ref);
-  }
-  std::ifstream in(path, std::ios::binary);
-  if (!in) {
-    return Invalid(absl::StrCat(field, ": cannot read seccomp profile ", Quote(path),
-                                " (missing or not readable by the shim)"));
-  }
-  std::string content;
-  char buf[8192];
-  while (in.read(buf, sizeof(buf)) || in.gcount() > 0) {
-    content.append(buf, static_cast<std::size_t>(in.gcount()));
-    if (content.size() > kMaxSeccompProfileBytes) {
-      return Invalid(absl::StrCat(field, ": seccomp profile ", Quote(path), " is larger than ",
-                                  kMaxSeccompProfileBytes, " bytes"));
-    }
-  }
-  if (in.bad()) {
-    return Invalid(absl::StrCat(field, ": error reading seccomp profile ", Quote(path)));
-  }
-  // Docker takes the profile's JSON text; catch a bad file here with its path
-  // instead of letting dockerd fail with a message that does not name it.
-  nlohmann::json parsed = nlohmann::json::parse(content, nullptr, /*allow_exceptions=*/false);
-  if (parsed.is_discarded() || !parsed.is_object()) {
-    return Invalid(absl::StrCat(field, ": seccomp profile ", Quote(path), " is not a JSON object"));
-  }
-  return content;
-}
-
-// Appends the "seccomp=..." option (if any) for the sandbox.
-absl::Status AddSeccompOpts(const LinuxSandboxSecurityContext& sc, const SandboxCreateParams& params,
-                            std::vector<std::string>& opts) {
-  if (sc.has_seccomp()) {
-    const SecurityProfile& p = sc.seccomp();
-    switch (p.profile_type()) {
-      case SecurityProfile::RuntimeDefault:
-        return absl::OkStatus();  // no option: Docker applies its default profile
-      case SecurityProfile::Unconfined:
-        opts.push_back("seccomp=unconfined");
-        return absl::OkStatus();
-      case SecurityProfile::Localhost: {
-        ASSIGN_OR_RETURN(std::string content,
-                         ReadSeccompProfile(p.localhost_ref(), params.seccomp_profile_root,
-                                            "linux.security_context.seccomp.localhost_ref"));
-        opts.push_back(absl::StrCat("seccomp=", content));
-        return absl::OkStatus();
-      }
-      default:
-        return Invalid(absl::StrCat("linux.security_context.seccomp: unknown profile type ",
-                                    static_cast<int>(p.profile_type())));
-    }
-  }
-  // The deprecated string form, sent by older kubelets.
-#pragma GCC diagnostic push
-#pragma GCC diagnostic ignored "-Wdeprecated-declarations"
-  const std::string& path = sc.seccomp_profile_path();
-#pragma GCC diagnostic pop
-  if (path.empty() || path == "runtime/default" || path == "docker/default") return absl::OkStatus();
-  if (path == "unconfined") {
-    opts.push_back("seccomp=unconfined");
-    return absl::OkStatus();
-  }
-  absl::string_view local(path);
-  if (absl::ConsumePrefix(&local, "localhost/")) {
-    ASSIGN_OR_RETURN(std::string content, ReadSeccompProfile(std::string(local), params.seccomp_profile_root,
-                                                             "linux.security_context.seccomp_profile_path"));
-    opts.push_back(absl::StrCat("seccomp=", content));
-    return absl::OkStatus();
-  }
-  return Invalid(absl::StrCat("linux.security_context.seccomp_profile_path: unsupported value ", Quote(path),
-                              " (want runtime/default, docker/default, unconfined or localhost/<path>)"));
-}
-
-absl::Status AddAppArmorOpts(const LinuxSandboxSecurityContext& sc, std::vector<std::string>& opts) {
-  if (!sc.has_apparmor()) return absl::OkStatus();
-  const SecurityProfile& p = sc.apparmor();
-  switch (p.profile_type()) {
-    case SecurityProfile::RuntimeDefault:
-      return absl::OkStatus();  // Docker's docker-default profile
-    case SecurityProfile::Unconfined:
-      opts.push_back("apparmor=unconfined");
-      return absl::OkStatus();
-    case SecurityProfile::Localhost: {
-      absl::string_view name(p.localhost_ref());
-      absl::ConsumePrefix(&name, "localhost/");  // tolerate the old annotation form
-      if (name.empty()) {
-        return Invalid("linux.security_context.apparmor: a Localhost AppArmor profile needs a profile name");
-      }
-      opts.push_back(absl::StrCat("apparmor=", name));
-      return absl::OkStatus();
-    }
-    default:
-      return Invalid(absl::StrCat("linux.security_context.apparmor: unknown profile type ",
-                                  static_cast<int>(p.profile_type())));
-  }
-}
-
-void AddSELinuxOpts(const LinuxSandboxSecurityContext& sc, std::vector<std::string>& opts) {
-  if (!sc.has_selinux_options()) return;
-  const auto& se = sc.selinux_options();
-  if (!se.user().empty()) opts.push_back(absl::StrCat("label=user:", se.user()));
-  if (!se.role().empty()) opts.push_back(absl::StrCat("label=role:", se.role()));
-  if (!se.type().empty()) opts.push_back(absl::StrCat("label=type:", se.type()));
-  if (!se.level().empty()) opts.push_back(absl::StrCat("label=level:", se.level()));
-}
-
-// ---------------------------------------------------------------------------
 // Namespaces and sysctls
 
 absl::Status CheckNamespaceModes(const runtime::v1::NamespaceOption& ns) {
@@ -214,18 +93,7 @@ absl::Status CheckNamespaceModes(const runtime::v1::NamespaceOption& ns) {
   if (ns.ipc() != runtime::v1::POD && ns.ipc() != runtime::v1::NODE) {
     return bad("ipc", ns.ipc(), "POD or NODE");
   }
-  if (ns.has_userns_options()) {
-    const auto& u = ns.userns_options();
-    if (u.mode() == runtime::v1::POD && (u.uids_size() > 0 || u.gids_size() > 0)) {
-      return Invalid(
-          "linux.security_context.namespace_options.userns_options: pod user namespaces (hostUsers: false) "
-          "are not supported on Docker Engine");
-    }
-    if (u.mode() != runtime::v1::POD && u.mode() != runtime::v1::NODE) {
-      return bad("userns_options.mode", u.mode(), "NODE");
-    }
-  }
-  return absl::OkStatus();
+  return CheckUserNamespace(ns);
 }
 
 bool SysctlHasPrefix(absl::string_view name, absl::string_view dotted_prefix) {
@@ -636,43 +504,20 @@ absl::StatusOr<nlohmann::json> MakeSandboxCreateBody(const PodSandboxConfig& con
   if (!params.docker_runtime.empty()) host["Runtime"] = params.docker_runtime;
 
   // Security context.
-  if (sc.has_run_as_group() && !sc.has_run_as_user()) {
-    return Invalid("linux.security_context.run_as_group: may only be set together with run_as_user");
-  }
-  if (sc.has_run_as_user()) {
-    if (sc.run_as_user().value() < 0) {
-      return Invalid(absl::StrCat("linux.security_context.run_as_user: ", sc.run_as_user().value(),
-                                  " is not a valid user ID"));
-    }
-    std::string user = absl::StrCat(sc.run_as_user().value());
-    if (sc.has_run_as_group()) {
-      if (sc.run_as_group().value() < 0) {
-        return Invalid(absl::StrCat("linux.security_context.run_as_group: ", sc.run_as_group().value(),
-                                    " is not a valid group ID"));
-      }
-      absl::StrAppend(&user, ":", sc.run_as_group().value());
-    }
-    body["User"] = user;
-  }
+  ASSIGN_OR_RETURN(std::string user, MakeDockerUser(sc.has_run_as_user() ? &sc.run_as_user() : nullptr, "",
+                                                   sc.has_run_as_group() ? &sc.run_as_group() : nullptr));
+  if (!user.empty()) body["User"] = user;
   if (sc.readonly_rootfs()) host["ReadonlyRootfs"] = true;
   if (sc.privileged()) host["Privileged"] = true;
-  if (!sc.supplemental_groups().empty()) {
-    nlohmann::json groups = nlohmann::json::array();
-    for (int64_t g : sc.supplemental_groups()) {
-      if (g < 0) {
-        return Invalid(absl::StrCat("linux.security_context.supplemental_groups: ", g, " is not a valid group ID"));
-      }
-      groups.push_back(std::to_string(g));
-    }
-    host["GroupAdd"] = std::move(groups);
-  }
+  ASSIGN_OR_RETURN(std::vector<std::string> groups, MakeGroupAdd(sc.supplemental_groups()));
+  if (!groups.empty()) host["GroupAdd"] = std::move(groups);
   std::vector<std::string> security_opts;
-  AddSELinuxOpts(sc, security_opts);
+  AppendSELinuxOpts(sc.selinux_options(), security_opts);
   // Docker runs privileged containers without seccomp and AppArmor confinement
   // whatever is asked, so profiles are not even looked at for them.
   if (!sc.privileged()) {
-    RETURN_IF_ERROR(AddAppArmorOpts(sc, security_opts));
-    RETURN_IF_ERROR(AddSeccompOpts(sc, params, security_opts));
+    RETURN_IF_ERROR(AppendAppArmorOpt(sc, security_opts));
+    RETURN_IF_ERROR(AppendSeccompOpt(sc, params.seccomp_profile_root, security_opts));
   }
   if (!security_opts.empty()) host["SecurityOpt"] = security_opts;
 

@@ -7,19 +7,14 @@
 #include "absl/time/time.h"
 #include "common/log.h"
 #include "common/status.h"
+#include "shim/container_convert.h"
+#include "shim/image_convert.h"
 #include "shim/cri_service.h"
 #include "shim/naming.h"
 
 namespace shim {
 
 namespace {
-
-int64_t ParseDockerTime(const std::string& text) {
-  absl::Time t;
-  std::string err;
-  if (!absl::ParseTime(absl::RFC3339_full, text, &t, &err)) return 0;
-  return absl::ToUnixNanos(t);
-}
 
 // Metadata from the name, or from kubelet's labels when the name is not ours.
 v1::PodSandboxMetadata SandboxMetadata(const std::string& name, const dockerclient::Labels& labels) {
@@ -35,37 +30,36 @@ v1::PodSandboxMetadata SandboxMetadata(const std::string& name, const dockerclie
   return md;
 }
 
-std::string JsonString(const nlohmann::json& j, const char* object, const char* key) {
-  auto o = j.find(object);
-  if (o == j.end() || !o->is_object()) return "";
-  auto v = o->find(key);
-  return v != o->end() && v->is_string() ? v->get<std::string>() : "";
-}
-
 }  // namespace
 
-dockerclient::Labels CriService::WithoutImageLabels(const common::Context& ctx, const dockerclient::Labels& labels,
-                                                    const std::string& image_id) {
-  dockerclient::Labels image_labels;
-  bool known = false;
+CriService::ImageFacts CriService::FactsOfImage(const common::Context& ctx, const std::string& image_id) {
+  // Labels never change for an image ID; its repo digests (in image_ref) may, so
+  // entries are refreshed now and then.
+  constexpr absl::Duration kRefresh = absl::Minutes(1);
+  const absl::Time now = absl::Now();
   {
     std::lock_guard lock(mu_);
-    if (auto it = image_labels_.find(image_id); it != image_labels_.end()) {
-      image_labels = it->second;
-      known = true;
+    if (auto it = image_facts_.find(image_id); it != image_facts_.end() && now - it->second.fetched_at < kRefresh) {
+      return it->second;
     }
   }
-  if (!known) {
-    auto image = docker_.InspectImage(ctx, image_id);
-    if (!image.ok()) return labels;  // image gone: nothing to tell apart
-    image_labels = image->config.labels;
-    std::lock_guard lock(mu_);
-    image_labels_[image_id] = image_labels;
+  auto image = docker_.InspectImage(ctx, image_id);
+  if (!image.ok()) {
+    // Gone (or Docker busy): nothing to hide; statuses fall back to the image ID.
+    return ImageFacts();
   }
+  const std::vector<std::string> tags = RealReferences(image->repo_tags);
+  ImageFacts facts{image->config.labels, ToImageRef(*image), tags.empty() ? std::string() : tags.front(), now};
+  std::lock_guard lock(mu_);
+  image_facts_[image_id] = facts;
+  return facts;
+}
+
+dockerclient::Labels CriService::WithoutLabelsOf(const ImageFacts& image, const dockerclient::Labels& labels) {
   dockerclient::Labels own;
   for (const auto& [k, v] : labels) {
-    auto it = image_labels.find(k);
-    if (it == image_labels.end() || it->second != v) own.emplace(k, v);
+    auto it = image.labels.find(k);
+    if (it == image.labels.end() || it->second != v) own.emplace(k, v);
   }
   return own;
 }
@@ -82,8 +76,8 @@ absl::StatusOr<v1::PodSandboxStatusResponse> CriService::PodSandboxStatus(const 
   status.set_id(sandbox.id);
   *status.mutable_metadata() = SandboxMetadata(sandbox.name, sandbox.labels);
   status.set_state(sandbox.state.running ? v1::SANDBOX_READY : v1::SANDBOX_NOTREADY);
-  status.set_created_at(ParseDockerTime(sandbox.created));
-  SplitLabels(WithoutImageLabels(ctx, sandbox.labels, sandbox.image), status.mutable_labels(),
+  status.set_created_at(DockerTimeToNanos(sandbox.created));
+  SplitLabels(WithoutLabelsOf(FactsOfImage(ctx, sandbox.image), sandbox.labels), status.mutable_labels(),
               status.mutable_annotations());
 
   const bool host_network = sandbox.network_mode == "host";
@@ -97,10 +91,10 @@ absl::StatusOr<v1::PodSandboxStatusResponse> CriService::PodSandboxStatus(const 
   }
   auto* ns = status.mutable_linux()->mutable_namespaces()->mutable_options();
   ns->set_network(host_network ? v1::NODE : v1::POD);
-  ns->set_pid(JsonString(sandbox.raw, "HostConfig", "PidMode") == "host" ? v1::NODE : v1::POD);
-  ns->set_ipc(JsonString(sandbox.raw, "HostConfig", "IpcMode") == "host" ? v1::NODE : v1::POD);
+  ns->set_pid(sandbox.pid_mode == "host" ? v1::NODE : v1::POD);
+  ns->set_ipc(sandbox.ipc_mode == "host" ? v1::NODE : v1::POD);
 
-  std::string runtime = JsonString(sandbox.raw, "HostConfig", "Runtime");
+  const std::string& runtime = sandbox.runtime;
   if (!runtime.empty()) {
     auto info = CachedInfo(ctx);
     if (info.ok() && runtime != info->default_runtime) status.set_runtime_handler(runtime);
@@ -143,7 +137,7 @@ absl::StatusOr<v1::ListPodSandboxResponse> CriService::ListPodSandbox(const comm
     sandbox.set_state(c.state == "running" ? v1::SANDBOX_READY : v1::SANDBOX_NOTREADY);
     if (filter.has_state() && filter.state().state() != sandbox.state()) continue;
     sandbox.set_created_at(c.created * 1000000000LL);
-    const dockerclient::Labels own = WithoutImageLabels(ctx, c.labels, c.image_id);
+    const dockerclient::Labels own = WithoutLabelsOf(FactsOfImage(ctx, c.image_id), c.labels);
     // Docker's filter also matched image labels; the selector applies to the pod's own.
     bool selected = true;
     for (const auto& [k, v] : filter.label_selector()) {

@@ -164,8 +164,13 @@ TEST_F(DaemonTest, ServesCriAndStopsOnSigterm) {
 
   v1::CreateContainerResponse created;
   s = runtime->CreateContainer(Ctx().get(), v1::CreateContainerRequest(), &created);
+  EXPECT_EQ(s.error_code(), grpc::StatusCode::INVALID_ARGUMENT);
+  EXPECT_NE(s.error_message().find("pod_sandbox_id is required"), std::string::npos) << s.error_message();
+
+  v1::CheckpointContainerResponse checkpointed;
+  s = runtime->CheckpointContainer(Ctx().get(), v1::CheckpointContainerRequest(), &checkpointed);
   EXPECT_EQ(s.error_code(), grpc::StatusCode::UNIMPLEMENTED);
-  EXPECT_NE(s.error_message().find("CreateContainer"), std::string::npos) << s.error_message();
+  EXPECT_NE(s.error_message().find("CheckpointContainer"), std::string::npos) << s.error_message();
 
   d.Signal(SIGTERM);
   auto e = d.Wait(std::chrono::seconds(15));

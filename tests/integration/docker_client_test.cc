@@ -3,6 +3,8 @@
 #include <unistd.h>
 
 #include <atomic>
+#include <optional>
+#include <string>
 #include <thread>
 #include <vector>
 
@@ -10,6 +12,7 @@
 #include <gtest/gtest.h>
 
 #include "absl/strings/str_cat.h"
+#include "absl/time/clock.h"
 #include "dockerclient/docker_client_impl.h"
 #include "tests/integration/env.h"
 
@@ -235,6 +238,81 @@ TEST_F(DockerClientIntegration, ConcurrentInspectsAllSucceed) {
   }
   for (auto& t : threads) t.join();
   EXPECT_EQ(ok, kThreads * kCalls);
+}
+
+struct ExecResult {
+  absl::Status status;
+  std::string out, err;
+  std::optional<int> exit_code;
+};
+
+// Runs `cmd` in `id` to completion as ExecSync does.
+ExecResult RunToEnd(DockerClientImpl& client, const std::string& id, std::vector<std::string> cmd,
+                    absl::Duration timeout = absl::Seconds(30)) {
+  ExecResult r;
+  ExecConfig config;
+  config.cmd = std::move(cmd);
+  auto exec = client.CreateExec(common::Context::WithTimeout(absl::Seconds(10)), id, config);
+  if (!exec.ok()) {
+    r.status = exec.status();
+    return r;
+  }
+  ExecOutput output{[&](std::string_view d) { r.out.append(d); }, [&](std::string_view d) { r.err.append(d); }};
+  r.status = client.RunExec(common::Context::WithTimeout(timeout), *exec, false, output);
+  if (!r.status.ok()) return r;
+  for (int i = 0; i < 100 && !r.exit_code; ++i) {
+    auto inspect = client.InspectExec(common::Context::WithTimeout(absl::Seconds(10)), *exec);
+    if (!inspect.ok()) {
+      r.status = inspect.status();
+      return r;
+    }
+    if (!inspect->running) r.exit_code = inspect->exit_code;
+    if (!r.exit_code) absl::SleepFor(absl::Milliseconds(10));
+  }
+  return r;
+}
+
+TEST_F(DockerClientIntegration, ExecSeparatesStreamsAndReportsTheExitCode) {
+  if (!HaveBusybox()) GTEST_SKIP() << testenv::BusyboxImage() << " is missing: run scripts/test-images.sh";
+  auto id = CreateSleeper(UniqueName());
+  ASSERT_TRUE(id.ok()) << id.status();
+  ASSERT_TRUE(client_->StartContainer(Ctx(), *id).ok());
+
+  ExecResult r = RunToEnd(*client_, *id, {"sh", "-c", "echo out; echo err >&2; echo more; exit 7"});
+  ASSERT_TRUE(r.status.ok()) << r.status;
+  EXPECT_EQ(r.out, "out\nmore\n");
+  EXPECT_EQ(r.err, "err\n");
+  EXPECT_EQ(r.exit_code, 7);
+
+  // Larger than any one frame or read buffer.
+  r = RunToEnd(*client_, *id, {"sh", "-c", "head -c 3000000 /dev/zero | tr '\\0' x"});
+  ASSERT_TRUE(r.status.ok()) << r.status;
+  EXPECT_EQ(r.out, std::string(3000000, 'x'));
+  EXPECT_EQ(r.exit_code, 0);
+
+  r = RunToEnd(*client_, *id, {"no-such-binary"});
+  ASSERT_TRUE(r.status.ok()) << r.status;
+  EXPECT_NE(r.exit_code.value_or(0), 0);
+  EXPECT_THAT(r.out + r.err, HasSubstr("no-such-binary"));
+}
+
+TEST_F(DockerClientIntegration, ExecPastItsDeadlineIsAbandoned) {
+  if (!HaveBusybox()) GTEST_SKIP() << testenv::BusyboxImage() << " is missing: run scripts/test-images.sh";
+  auto id = CreateSleeper(UniqueName());
+  ASSERT_TRUE(id.ok()) << id.status();
+  ASSERT_TRUE(client_->StartContainer(Ctx(), *id).ok());
+  const absl::Time start = absl::Now();
+  ExecResult r = RunToEnd(*client_, *id, {"sleep", "30"}, absl::Milliseconds(500));
+  EXPECT_EQ(r.status.code(), absl::StatusCode::kDeadlineExceeded) << r.status;
+  EXPECT_LT(absl::Now() - start, absl::Seconds(5));
+}
+
+TEST_F(DockerClientIntegration, ExecInAStoppedContainerIsFailedPrecondition) {
+  if (!HaveBusybox()) GTEST_SKIP() << testenv::BusyboxImage() << " is missing: run scripts/test-images.sh";
+  auto id = CreateSleeper(UniqueName());
+  ASSERT_TRUE(id.ok()) << id.status();
+  ExecResult r = RunToEnd(*client_, *id, {"true"});
+  EXPECT_EQ(r.status.code(), absl::StatusCode::kFailedPrecondition) << r.status;
 }
 
 }  // namespace

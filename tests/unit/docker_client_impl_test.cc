@@ -107,7 +107,8 @@ std::string UrlDecode(std::string_view s) {
 
 struct Reply {
   std::string data;
-  bool hang = false;  // after `data`, send nothing more until the client goes away
+  bool hang = false;   // after `data`, send nothing more until the client goes away
+  bool close = false;  // close the connection after `data` (a body that ends at EOF)
 };
 
 class FakeDockerd {
@@ -154,7 +155,7 @@ class FakeDockerd {
           reply.data = testhttp::Response(404, R"({"message":"page not found"})");
         }
       }
-      if (!testhttp::WriteAll(fd, reply.data)) return;
+      if (!testhttp::WriteAll(fd, reply.data) || reply.close) return;
       if (reply.hang) {
         char byte;
         while (::read(fd, &byte, 1) > 0) {
@@ -396,6 +397,101 @@ TEST(DockerClientImplTest, PullWithoutProgressIsCancelled) {
   EXPECT_THAT(Message(status), StartsWith("pull image busybox:latest: "));
   EXPECT_THAT(Message(status), HasSubstr("no progress for 300ms, cancelled"));
   EXPECT_LT(absl::Now() - start, absl::Seconds(3));
+}
+
+// One frame of Docker's multiplexed stream.
+std::string Frame(int stream, std::string_view payload) {
+  std::string out{static_cast<char>(stream), 0, 0, 0};
+  for (int shift = 24; shift >= 0; shift -= 8) out += static_cast<char>((payload.size() >> shift) & 0xff);
+  out.append(payload);
+  return out;
+}
+
+// What dockerd sends for an exec started without an Upgrade header: a 200 head, the
+// raw stream, then EOF.
+Reply RawStream(const std::string& stream) {
+  return {absl::StrCat("HTTP/1.1 200 OK\r\nContent-Type: application/vnd.docker.raw-stream\r\n\r\n", stream), false,
+          true};
+}
+
+TEST(DockerClientImplTest, ExecRunsToEofAndSplitsStdoutFromStderr) {
+  FakeDockerd dockerd;
+  dockerd.On("POST /v1.41/containers/c1/exec", [](auto&) { return Json(201, R"({"Id":"e1"})"); });
+  dockerd.On("POST /v1.41/exec/e1/start", [](auto&) {
+    return RawStream(Frame(1, "hello ") + Frame(2, "warn\n") + Frame(1, "world\n") + Frame(3, "exec failed"));
+  });
+  dockerd.On("GET /v1.41/exec/e1/json",
+             [](auto&) { return Json(200, R"({"Running":false,"ExitCode":3,"Pid":77})"); });
+  auto client = dockerd.Client();
+  ExecConfig config;
+  config.cmd = {"sh", "-c", "echo hi"};
+  auto id = client->CreateExec(Ctx(), "c1", config);
+  ASSERT_TRUE(id.ok()) << id.status();
+  EXPECT_EQ(*id, "e1");
+  const json sent = json::parse(dockerd.requests().back().body);
+  EXPECT_EQ(sent["Cmd"], json({"sh", "-c", "echo hi"}));
+  EXPECT_EQ(sent["AttachStdout"], true);
+  EXPECT_EQ(sent["AttachStdin"], false);
+  EXPECT_EQ(sent["Tty"], false);
+
+  std::string out, err;
+  ExecOutput output{[&](std::string_view d) { out.append(d); }, [&](std::string_view d) { err.append(d); }};
+  const absl::Status ran = client->RunExec(Ctx(), "e1", false, output);
+  ASSERT_TRUE(ran.ok()) << ran;
+  EXPECT_EQ(out, "hello world\n");
+  EXPECT_EQ(err, "warn\nexec failed");  // system errors go with stderr
+  EXPECT_EQ(json::parse(dockerd.requests().back().body), json({{"Detach", false}, {"Tty", false}}));
+
+  auto inspect = client->InspectExec(Ctx(), "e1");
+  ASSERT_TRUE(inspect.ok()) << inspect.status();
+  EXPECT_FALSE(inspect->running);
+  EXPECT_EQ(inspect->exit_code, 3);
+  EXPECT_EQ(inspect->pid, 77);
+}
+
+TEST(DockerClientImplTest, ExecWithTtyPassesTheStreamThrough) {
+  FakeDockerd dockerd;
+  dockerd.On("POST /v1.41/exec/e1/start", [](auto&) { return RawStream("raw \x01 bytes"); });
+  std::string out;
+  ExecOutput output{[&](std::string_view d) { out.append(d); }, nullptr};
+  ASSERT_TRUE(dockerd.Client()->RunExec(Ctx(), "e1", true, output).ok());
+  EXPECT_EQ(out, "raw \x01 bytes");
+}
+
+TEST(DockerClientImplTest, ExecInStoppedContainerIsFailedPrecondition) {
+  FakeDockerd dockerd;
+  dockerd.On("POST /v1.41/containers/c1/exec",
+             [](auto&) { return Json(409, R"({"message":"Container c1 is not running"})"); });
+  const auto id = dockerd.Client()->CreateExec(Ctx(), "c1", ExecConfig{});
+  EXPECT_EQ(id.status().code(), absl::StatusCode::kFailedPrecondition);
+  EXPECT_EQ(id.status().message(), "create exec in container c1: Container c1 is not running");
+}
+
+TEST(DockerClientImplTest, ExecStillRunningReportsNoExitCode) {
+  FakeDockerd dockerd;
+  dockerd.On("GET /v1.41/exec/e1/json", [](auto&) { return Json(200, R"({"Running":true,"ExitCode":null})"); });
+  auto inspect = dockerd.Client()->InspectExec(Ctx(), "e1");
+  ASSERT_TRUE(inspect.ok()) << inspect.status();
+  EXPECT_TRUE(inspect->running);
+  EXPECT_FALSE(inspect->exit_code.has_value());
+}
+
+TEST(DockerClientImplTest, ExecOutlivingTheDeadlineIsAbandoned) {
+  FakeDockerd dockerd;
+  dockerd.On("POST /v1.41/exec/e1/start", [](auto&) {
+    Reply r = RawStream(Frame(1, "partial"));
+    r.close = false;
+    r.hang = true;
+    return r;
+  });
+  auto client = dockerd.Client();
+  ASSERT_TRUE(client->Ping(Ctx()).ok());
+  std::string out;
+  ExecOutput output{[&](std::string_view d) { out.append(d); }, nullptr};
+  const absl::Status status =
+      client->RunExec(common::Context::WithTimeout(absl::Milliseconds(300)), "e1", false, output);
+  EXPECT_EQ(status.code(), absl::StatusCode::kDeadlineExceeded) << status;
+  EXPECT_EQ(out, "partial");
 }
 
 }  // namespace

@@ -165,6 +165,82 @@ TEST(DockerTypesTest, ParseContainerInspect) {
   EXPECT_EQ(c.raw, j);
 }
 
+// Trimmed from `docker inspect` on Docker 20.10.24 (API 1.41) for a container that
+// cri-dockerd created for kubelet.
+TEST(DockerTypesTest, ParseKubernetesContainerInspect) {
+  const json j = json::parse(R"js({
+    "Id": "5f1c3b1fb2a6c0b1e7c4b8f1d3f2a1c0e9d8c7b6a5f4e3d2c1b0a9f8e7d6c5b4",
+    "Created": "2024-01-02T03:04:05.123456789Z",
+    "Path": "/docker-entrypoint.sh", "Args": ["nginx", "-g", "daemon off;"],
+    "State": {"Status": "running", "Running": true, "Paused": false, "Restarting": false, "OOMKilled": false,
+              "Dead": false, "Pid": 31337, "ExitCode": 0, "Error": "",
+              "StartedAt": "2024-01-02T03:04:06.987654321Z", "FinishedAt": "0001-01-01T00:00:00Z"},
+    "Image": "sha256:605c77e624ddb75e6110f997c58876baa13f8754486b461117934b24a9dc3a85",
+    "ResolvConfPath": "/var/lib/docker/containers/a1b2/resolv.conf",
+    "LogPath": "/var/lib/docker/containers/5f1c/5f1c-json.log",
+    "Name": "/k8s_nginx_web-0_default_0b7e1f5c-8d7a-4c1e-9f3b-2a6d4e8c1b0f_1",
+    "RestartCount": 0, "Driver": "overlay2", "Platform": "linux",
+    "HostConfig": {"Binds": ["/var/lib/kubelet/pods/0b7e/volumes/kubernetes.io~projected/kube-api-access:/var/run/secrets/kubernetes.io/serviceaccount:ro"],
+                   "NetworkMode": "container:a1b2", "RestartPolicy": {"Name": "no", "MaximumRetryCount": 0},
+                   "IpcMode": "container:a1b2", "PidMode": "", "OomScoreAdj": 1000, "Privileged": false,
+                   "Runtime": "runc", "CpuShares": 102, "Memory": 134217728, "NanoCpus": 0,
+                   "CgroupParent": "kubepods-burstable-pod0b7e.slice", "CpuPeriod": 100000, "CpuQuota": 50000,
+                   "CpusetCpus": "0-1", "CpusetMems": "0", "MemoryReservation": 0, "MemorySwap": 134217728,
+                   "PidsLimit": null, "Ulimits": null},
+    "Mounts": [{"Type": "bind", "Source": "/var/lib/kubelet/pods/0b7e/volumes/kubernetes.io~projected/kube-api-access",
+                "Destination": "/var/run/secrets/kubernetes.io/serviceaccount", "Mode": "ro", "RW": false,
+                "Propagation": "rprivate"}],
+    "Config": {"Hostname": "web-0", "User": "101:101", "Tty": false, "OpenStdin": false,
+               "Env": ["KUBERNETES_PORT=tcp://10.96.0.1:443", "NGINX_VERSION=1.21.5"],
+               "Cmd": ["nginx", "-g", "daemon off;"],
+               "Image": "sha256:605c77e624ddb75e6110f997c58876baa13f8754486b461117934b24a9dc3a85",
+               "Volumes": null, "WorkingDir": "", "Entrypoint": ["/docker-entrypoint.sh"],
+               "Labels": {"io.kubernetes.container.name": "nginx", "io.kubernetes.docker.type": "container",
+                          "io.kubernetes.sandbox.id": "a1b2"},
+               "StopSignal": "SIGQUIT"},
+    "NetworkSettings": {"Bridge": "", "SandboxKey": "", "IPAddress": "", "Networks": {}}})js");
+  const ContainerInspect c = ParseContainerInspect(j);
+  EXPECT_EQ(c.name, "/k8s_nginx_web-0_default_0b7e1f5c-8d7a-4c1e-9f3b-2a6d4e8c1b0f_1");
+  EXPECT_EQ(c.created, "2024-01-02T03:04:05.123456789Z");
+  EXPECT_EQ(c.state.status, "running");
+  EXPECT_EQ(c.state.pid, 31337);
+  EXPECT_EQ(c.state.started_at, "2024-01-02T03:04:06.987654321Z");
+  EXPECT_EQ(c.state.finished_at, "0001-01-01T00:00:00Z");
+  EXPECT_EQ(c.user, "101:101");
+  EXPECT_EQ(c.stop_signal, "SIGQUIT");
+  EXPECT_FALSE(c.tty);
+  EXPECT_EQ(c.resources.cpu_period, 100000);
+  EXPECT_EQ(c.resources.cpu_quota, 50000);
+  EXPECT_EQ(c.resources.cpu_shares, 102);
+  EXPECT_EQ(c.resources.cpuset_cpus, "0-1");
+  EXPECT_EQ(c.resources.cpuset_mems, "0");
+  EXPECT_EQ(c.resources.memory, 134217728);
+  EXPECT_EQ(c.resources.memory_swap, 134217728);
+  EXPECT_EQ(c.resources.oom_score_adj, 1000);
+  EXPECT_EQ(c.runtime, "runc");
+  EXPECT_EQ(c.pid_mode, "");
+  EXPECT_EQ(c.ipc_mode, "container:a1b2");
+  EXPECT_EQ(c.network_mode, "container:a1b2");
+  ASSERT_EQ(c.mounts.size(), 1u);
+  EXPECT_EQ(c.mounts[0].destination, "/var/run/secrets/kubernetes.io/serviceaccount");
+  EXPECT_FALSE(c.mounts[0].rw);
+}
+
+TEST(DockerTypesTest, ContainerTtyHostModesAndUnlimitedSwap) {
+  const ContainerInspect c = ParseContainerInspect(json::parse(R"({
+    "Config": {"Tty": true, "User": "nginx", "StopSignal": "15"},
+    "HostConfig": {"PidMode": "host", "IpcMode": "host", "MemorySwap": -1, "OomScoreAdj": -997}})"));
+  EXPECT_TRUE(c.tty);
+  EXPECT_EQ(c.user, "nginx");
+  EXPECT_EQ(c.stop_signal, "15");
+  EXPECT_EQ(c.pid_mode, "host");
+  EXPECT_EQ(c.ipc_mode, "host");
+  EXPECT_EQ(c.resources.memory_swap, -1);
+  EXPECT_EQ(c.resources.oom_score_adj, -997);
+  EXPECT_EQ(c.resources.memory, 0);
+  EXPECT_EQ(c.runtime, "");
+}
+
 TEST(DockerTypesTest, ContainerAddressFallsBackToFirstNetworkWithOne) {
   const ContainerInspect c = ParseContainerInspect(json::parse(R"({"NetworkSettings": {
     "IPAddress": "", "Networks": {"a-none": {"IPAddress": ""},
@@ -197,6 +273,11 @@ TEST_P(LenientParseTest, KeepsDefaults) {
   EXPECT_TRUE(c.labels.empty());
   EXPECT_TRUE(c.mounts.empty());
   EXPECT_EQ(c.ip_address, "");
+  EXPECT_FALSE(c.tty);
+  EXPECT_EQ(c.user, "");
+  EXPECT_EQ(c.resources.cpu_shares, 0);
+  EXPECT_EQ(c.resources.cpuset_cpus, "");
+  EXPECT_EQ(c.runtime, "");
   EXPECT_EQ(c.raw, j);
   const ImageInspect i = ParseImageInspect(j);
   EXPECT_EQ(i.size, 0);
@@ -218,7 +299,9 @@ INSTANTIATE_TEST_SUITE_P(
         "{}", "null", "[]", "\"text\"", "42",
         R"({"Id": null, "State": null, "Config": null, "HostConfig": null, "NetworkSettings": null,
             "Mounts": null, "Labels": null, "Names": null, "RepoTags": null, "Runtimes": null})",
-        R"({"Id": 7, "State": {"Pid": "12", "Running": "yes"}, "Config": {"Labels": {"a": 1}, "Env": [1, 2]},
+        R"({"Id": 7, "State": {"Pid": "12", "Running": "yes"},
+            "Config": {"Labels": {"a": 1}, "Env": [1, 2], "Tty": 1, "User": 0},
+            "HostConfig": {"CpuShares": "2", "CpusetCpus": 3, "Runtime": []},
             "NetworkSettings": {"Networks": [1]}, "Mounts": {"a": 1}, "Size": "big", "Created": {},
             "Names": 5, "RepoTags": [null], "Runtimes": ["runc"], "ApiVersion": 1.41})"));
 

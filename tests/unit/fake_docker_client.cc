@@ -7,6 +7,7 @@
 #include "absl/strings/match.h"
 #include "absl/strings/str_cat.h"
 #include "absl/strings/str_format.h"
+#include "absl/time/clock.h"
 
 namespace testing_fakes {
 
@@ -87,6 +88,12 @@ void FakeDockerClient::ExitOnStart(bool exit, const std::string& error) {
   std::lock_guard lock(mu_);
   exit_on_start_ = exit;
   exit_on_start_error_ = error;
+}
+
+void FakeDockerClient::OnExec(
+    std::function<ExecScript(const std::string& container_id, const std::vector<std::string>& cmd)> fn) {
+  std::lock_guard lock(mu_);
+  on_exec_ = std::move(fn);
 }
 
 std::vector<std::string> FakeDockerClient::Calls() const {
@@ -295,6 +302,9 @@ absl::StatusOr<std::string> FakeDockerClient::CreateContainer(const common::Cont
   c.inspect.hostname = body.value("Hostname", "");
   if (body.contains("HostConfig")) {
     c.inspect.network_mode = body["HostConfig"].value("NetworkMode", "");
+    c.inspect.runtime = body["HostConfig"].value("Runtime", "");
+    c.inspect.pid_mode = body["HostConfig"].value("PidMode", "");
+    c.inspect.ipc_mode = body["HostConfig"].value("IpcMode", "");
     c.inspect.raw["HostConfig"] = body["HostConfig"];  // as Docker's inspect echoes it
   }
   c.create_body = body;
@@ -310,6 +320,7 @@ absl::Status FakeDockerClient::StartContainer(const common::Context&, const std:
   if (found.empty()) return absl::NotFoundError(absl::StrCat("start container ", id, ": No such container"));
   auto& st = containers_.at(found).inspect.state;
   st.started_at = "2026-01-01T00:00:01.000000001Z";
+  containers_.at(found).inspect.log_path = "/var/lib/docker/containers/" + found + "/" + found + "-json.log";
   if (exit_on_start_) {
     st.status = "exited";
     st.running = false;
@@ -351,6 +362,55 @@ absl::Status FakeDockerClient::RemoveContainer(const common::Context&, const std
     return absl::FailedPreconditionError("remove container: container is running");
   containers_.erase(found);
   return absl::OkStatus();
+}
+
+absl::StatusOr<std::string> FakeDockerClient::CreateExec(const common::Context&, const std::string& container_id,
+                                                         const dockerclient::ExecConfig& config) {
+  std::lock_guard lock(mu_);
+  if (auto s = Record("CreateExec"); !s.ok()) return s;
+  const std::string found = FindContainerId(container_id);
+  if (found.empty()) {
+    return absl::NotFoundError(absl::StrCat("create exec in container ", container_id, ": No such container"));
+  }
+  if (!containers_.at(found).inspect.state.running) {
+    return absl::FailedPreconditionError(
+        absl::StrCat("create exec in container ", container_id, ": Container ", found, " is not running"));
+  }
+  const std::string id = absl::StrCat("exec", next_id_++);
+  execs_[id] = FakeExec{found, config.cmd, std::nullopt};
+  return id;
+}
+
+absl::Status FakeDockerClient::RunExec(const common::Context& ctx, const std::string& exec_id, bool,
+                                       const dockerclient::ExecOutput& output) {
+  ExecScript script;
+  {
+    std::lock_guard lock(mu_);
+    if (auto s = Record("RunExec"); !s.ok()) return s;
+    auto it = execs_.find(exec_id);
+    if (it == execs_.end()) return absl::NotFoundError(absl::StrCat("run exec ", exec_id, ": No such exec instance"));
+    if (on_exec_) script = on_exec_(it->second.container_id, it->second.cmd);
+    if (!script.hang) it->second.exit_code = script.exit_code;
+  }
+  if (script.hang) {
+    while (!ctx.Cancelled() && absl::Now() < ctx.deadline) absl::SleepFor(absl::Milliseconds(5));
+    return absl::DeadlineExceededError(absl::StrCat("run exec ", exec_id, ": deadline exceeded"));
+  }
+  if (!script.stdout_data.empty() && output.on_stdout) output.on_stdout(script.stdout_data);
+  if (!script.stderr_data.empty() && output.on_stderr) output.on_stderr(script.stderr_data);
+  return absl::OkStatus();
+}
+
+absl::StatusOr<dockerclient::ExecInspect> FakeDockerClient::InspectExec(const common::Context&,
+                                                                        const std::string& exec_id) {
+  std::lock_guard lock(mu_);
+  if (auto s = Record("InspectExec"); !s.ok()) return s;
+  auto it = execs_.find(exec_id);
+  if (it == execs_.end()) return absl::NotFoundError(absl::StrCat("inspect exec ", exec_id, ": No such exec instance"));
+  dockerclient::ExecInspect inspect;
+  inspect.exit_code = it->second.exit_code;
+  inspect.running = !it->second.exit_code.has_value();
+  return inspect;
 }
 
 }  // namespace testing_fakes

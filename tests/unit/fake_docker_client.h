@@ -1,7 +1,9 @@
 #pragma once
 // A stateful in-memory DockerClient for unit tests: keeps images and
 // containers, records every call by name, and fails chosen operations.
+#include <functional>
 #include <map>
+#include <optional>
 #include <mutex>
 #include <string>
 #include <vector>
@@ -31,6 +33,14 @@ class FakeDockerClient : public dockerclient::DockerClient {
   // While set, StartContainer "starts" containers whose process dies at once: they
   // end up exited (pid 0, exit code 1) with `error` as State.Error.
   void ExitOnStart(bool exit, const std::string& error = "");
+  // What a scripted exec does: its output, exit code, or that it runs until the deadline.
+  struct ExecScript {
+    std::string stdout_data, stderr_data;
+    int exit_code = 0;
+    bool hang = false;
+  };
+  // Decides each exec's behaviour from the container ID and command (default: exit 0, no output).
+  void OnExec(std::function<ExecScript(const std::string& container_id, const std::vector<std::string>& cmd)> fn);
   std::vector<std::string> Calls() const;
   int CallCount(const std::string& op) const;
   std::string LastRegistryAuth() const;
@@ -60,6 +70,12 @@ class FakeDockerClient : public dockerclient::DockerClient {
   absl::Status StopContainer(const common::Context& ctx, const std::string& id,
                              const dockerclient::StopOptions& options) override;
   absl::Status RemoveContainer(const common::Context& ctx, const std::string& id, bool force) override;
+  absl::StatusOr<std::string> CreateExec(const common::Context& ctx, const std::string& container_id,
+                                         const dockerclient::ExecConfig& config) override;
+  absl::Status RunExec(const common::Context& ctx, const std::string& exec_id, bool tty,
+                       const dockerclient::ExecOutput& output) override;
+  absl::StatusOr<dockerclient::ExecInspect> InspectExec(const common::Context& ctx,
+                                                        const std::string& exec_id) override;
 
  private:
   absl::Status Record(const std::string& op);  // call with mu_ held
@@ -73,6 +89,13 @@ class FakeDockerClient : public dockerclient::DockerClient {
   std::map<std::string, absl::Status> failures_;
   std::vector<std::string> calls_;
   std::string last_registry_auth_;
+  struct FakeExec {
+    std::string container_id;
+    std::vector<std::string> cmd;
+    std::optional<int> exit_code;  // set once run
+  };
+  std::map<std::string, FakeExec> execs_;
+  std::function<ExecScript(const std::string&, const std::vector<std::string>&)> on_exec_;
   int next_id_ = 1;
   bool exit_on_start_ = false;
   std::string exit_on_start_error_;

@@ -111,6 +111,85 @@ TEST(NamingSandbox, UnderscoreInFieldsDoesNotRoundTrip) {
   EXPECT_EQ(parsed->attempt(), 5u);
 }
 
+runtime::v1::ContainerMetadata CMeta(const std::string& name, uint32_t attempt) {
+  runtime::v1::ContainerMetadata m;
+  m.set_name(name);
+  m.set_attempt(attempt);
+  return m;
+}
+
+TEST(NamingContainer, MakesCriDockerdName) {
+  // The container's attempt is in the name; the pod's is not.
+  EXPECT_EQ(
+      MakeContainerName(Meta("nginx-7c5d", "default", "0b8e2d4e-1f3a-4c8b-9d2e-5f6a7b8c9d0e", 9), CMeta("web", 2)),
+      "k8s_web_nginx-7c5d_default_0b8e2d4e-1f3a-4c8b-9d2e-5f6a7b8c9d0e_2");
+  EXPECT_EQ(MakeContainerName(Meta("p", "ns", "u", 0), CMeta("c", 0)), "k8s_c_p_ns_u_0");
+}
+
+TEST(NamingContainer, RoundTrips) {
+  struct Case {
+    runtime::v1::PodSandboxMetadata pod;
+    runtime::v1::ContainerMetadata container;
+  };
+  for (const Case& c : {Case{Meta("nginx-7c5d", "kube-system", "0b8e2d4e-1f3a", 0), CMeta("web", 0)},
+                        Case{Meta("a.b.c", "ns", "uid", 0), CMeta("sidecar-1", 7)},
+                        Case{Meta("p", "ns", "u", 0), CMeta("c", 4294967295u)},
+                        Case{Meta("p", "ns", "", 0), CMeta("pod", 1)}}) {  // lowercase "pod" is a container
+    auto parsed = ParseContainerName(MakeContainerName(c.pod, c.container));
+    ASSERT_TRUE(parsed.ok()) << parsed.status();
+    ExpectMeta(parsed->sandbox, c.pod);
+    EXPECT_EQ(parsed->container.name(), c.container.name());
+    EXPECT_EQ(parsed->container.attempt(), c.container.attempt());
+  }
+}
+
+TEST(NamingContainer, AcceptsDockerLeadingSlashAndRandomSuffix) {
+  for (const char* name :
+       {"/k8s_web_pod_prod_1234_3", "k8s_web_pod_prod_1234_3_0a1b2c3d", "/k8s_web_pod_prod_1234_3_x"}) {
+    auto parsed = ParseContainerName(name);
+    ASSERT_TRUE(parsed.ok()) << name << ": " << parsed.status();
+    ExpectMeta(parsed->sandbox, Meta("pod", "prod", "1234", 0));
+    EXPECT_EQ(parsed->container.name(), "web") << name;
+    EXPECT_EQ(parsed->container.attempt(), 3u) << name;
+  }
+}
+
+class NamingBadContainerName : public ::testing::TestWithParam<std::string> {};
+
+TEST_P(NamingBadContainerName, IsInvalidArgument) {
+  auto parsed = ParseContainerName(GetParam());
+  ASSERT_FALSE(parsed.ok()) << "parsed " << GetParam();
+  EXPECT_EQ(parsed.status().code(), absl::StatusCode::kInvalidArgument) << parsed.status();
+  EXPECT_FALSE(parsed.status().message().empty());
+}
+
+INSTANTIATE_TEST_SUITE_P(NamingTable, NamingBadContainerName,
+                         ::testing::Values("",                          // empty
+                                           "/",                         // only the slash
+                                           "/festive_turing",           // docker's random name
+                                           "k8s_c_p_ns_u",              // 5 parts
+                                           "k8s_c_p_ns_u_1_x_y",        // 8 parts
+                                           "k9s_c_p_ns_u_1",            // wrong prefix
+                                           "//k8s_c_p_ns_u_1",          // only one '/' is stripped
+                                           "k8s_POD_p_ns_u_1",          // a sandbox
+                                           "/k8s_POD_p_ns_u_1_0a1b2c3d",  // a sandbox renamed after a conflict
+                                           "k8s__p_ns_u_1",             // empty container name
+                                           "k8s_c_p_ns_u_",             // empty attempt
+                                           "k8s_c_p_ns_u_-1",           // negative
+                                           "k8s_c_p_ns_u_4294967296",   // > uint32
+                                           "k8s_c_p_ns_u_x_1"));        // attempt in the wrong place
+
+TEST(NamingContainer, ErrorsSayWhatWasExpected) {
+  auto parsed = ParseContainerName("k8s_c_p_ns_u");
+  EXPECT_THAT(std::string(parsed.status().message()),
+              ::testing::HasSubstr("k8s_<container>_<pod>_<namespace>_<uid>_<attempt>"));
+  parsed = ParseContainerName("k8s_POD_p_ns_u_1");
+  EXPECT_THAT(std::string(parsed.status().message()), ::testing::HasSubstr("pod sandbox"));
+  // The sandbox parser keeps its own wording.
+  EXPECT_THAT(std::string(ParseSandboxName("k8s_p_ns_u").status().message()),
+              ::testing::HasSubstr("not a sandbox name (want k8s_POD_<name>_<namespace>_<uid>_<attempt>"));
+}
+
 google::protobuf::Map<std::string, std::string> PMap(std::initializer_list<std::pair<const std::string, std::string>> kv) {
   google::protobuf::Map<std::string, std::string> m;
   for (const auto& [k, v] : kv) m[k] = v;

@@ -1,0 +1,35 @@
+#pragma once
+// Pure translation of a CRI ContainerConfig into the Docker Engine create
+// request of a workload container. The only I/O is reading a Localhost seccomp
+// profile; everything else the translation needs comes in ContainerCreateParams.
+#include <nlohmann/json.hpp>
+#include <optional>
+#include <string>
+
+#include "absl/status/statusor.h"
+#include "api/cri.h"
+
+namespace shim {
+
+struct ContainerCreateParams {
+  std::string sandbox_id;            // the pod's infra container ID; the container joins its namespaces
+  std::string image;                 // Docker's "Image" (the caller resolves the CRI image, e.g. to its ID)
+  std::string cgroup_driver;         // Docker's: "systemd" or "cgroupfs"
+  std::string docker_runtime;        // the sandbox's HostConfig.Runtime; empty: Docker's default
+  std::string log_path;              // absolute CRI log path (log_directory + log_path); empty: none
+  int oom_score_adj_floor = -1000;   // lowest oom_score_adj the host permits
+  std::string seccomp_profile_root;  // base for Localhost profile refs that are not absolute (may be empty)
+  std::optional<std::string> pid_target_container_id;  // Docker ID of the pid namespace's TARGET container
+};
+
+// Returns the /containers/create body, labels included. HostConfig.OomScoreAdj
+// holds the requested value raised to params.oom_score_adj_floor: a caller that
+// wants to log the clamp compares it with linux.resources.oom_score_adj.
+// INVALID_ARGUMENT naming the CRI field for input Docker cannot honour as asked
+// (missing metadata or image, relative paths, image or ID-mapped mounts, bad
+// capability names, TARGET pid mode without a target, Strict supplemental groups...).
+absl::StatusOr<nlohmann::json> MakeContainerCreateBody(const runtime::v1::ContainerConfig& config,
+                                                       const runtime::v1::PodSandboxConfig& sandbox_config,
+                                                       const ContainerCreateParams& params);
+
+}  // namespace shim

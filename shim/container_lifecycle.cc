@@ -1,0 +1,199 @@
+// CreateContainer, StartContainer, StopContainer, RemoveContainer. Containers join
+// their pod's infra container namespaces; the CRI log path is a symlink to Docker's
+// json log file, as cri-dockerd makes it, so kubelet and crictl read the same logs.
+#include <filesystem>
+#include <system_error>
+
+#include "absl/strings/str_cat.h"
+#include "common/log.h"
+#include "common/status.h"
+#include "shim/container_config.h"
+#include "shim/cri_service.h"
+#include "shim/naming.h"
+
+namespace shim {
+
+namespace {
+
+namespace fs = std::filesystem;
+
+absl::Status RequireContainerId(const std::string& id, const char* rpc) {
+  if (id.empty()) return absl::InvalidArgumentError(absl::StrCat(rpc, ": container_id is required"));
+  return absl::OkStatus();
+}
+
+std::string LabelOr(const dockerclient::Labels& labels, const char* key) {
+  auto it = labels.find(key);
+  return it == labels.end() ? std::string() : it->second;
+}
+
+// Points the CRI log path at Docker's log file, replacing what a previous start left.
+absl::Status LinkContainerLog(const std::string& cri_path, const std::string& docker_path) {
+  std::error_code ec;
+  fs::create_directories(fs::path(cri_path).parent_path(), ec);
+  fs::remove(cri_path, ec);
+  fs::create_symlink(docker_path, cri_path, ec);
+  if (ec) {
+    return absl::InternalError(
+        absl::StrCat("cannot link container log ", cri_path, " to Docker's log file ", docker_path, ": ", ec.message()));
+  }
+  return absl::OkStatus();
+}
+
+// Kubernetes expects a missing hostPath source to appear as a directory (Docker's
+// Binds did that; Mounts, which the body uses, do not before API 1.44), as
+// containerd and CRI-O do.
+absl::Status CreateMissingMountSources(const v1::ContainerConfig& config) {
+  for (const v1::Mount& mount : config.mounts()) {
+    std::error_code ec;
+    if (mount.host_path().empty() || fs::exists(fs::symlink_status(mount.host_path(), ec))) continue;
+    fs::create_directories(mount.host_path(), ec);
+    if (ec) {
+      return absl::FailedPreconditionError(absl::StrCat("mount source ", mount.host_path(),
+                                                        " does not exist and cannot be created: ", ec.message()));
+    }
+    LOG_INFO << "created missing mount source directory " << mount.host_path();
+  }
+  return absl::OkStatus();
+}
+
+void UnlinkContainerLog(const std::string& cri_path) {
+  if (cri_path.empty()) return;
+  std::error_code ec;
+  if (fs::is_symlink(fs::symlink_status(cri_path, ec))) fs::remove(cri_path, ec);
+  if (ec) LOG_WARN << "cannot remove container log link " << cri_path << ": " << ec.message();
+}
+
+}  // namespace
+
+absl::StatusOr<dockerclient::ContainerInspect> CriService::InspectCriContainer(const common::Context& ctx,
+                                                                               const std::string& id) {
+  ASSIGN_OR_RETURN(dockerclient::ContainerInspect inspect, docker_.InspectContainer(ctx, id));
+  if (LabelOr(inspect.labels, kContainerTypeLabel) != kContainerTypeContainer) {
+    return absl::NotFoundError(absl::StrCat("container ", id, " not found (Docker container ", inspect.id,
+                                            " is not a Kubernetes container)"));
+  }
+  return inspect;
+}
+
+absl::StatusOr<v1::CreateContainerResponse> CriService::CreateContainer(const common::Context& ctx,
+                                                                        const v1::CreateContainerRequest& req) {
+  if (req.pod_sandbox_id().empty()) return absl::InvalidArgumentError("CreateContainer: pod_sandbox_id is required");
+  if (!req.has_config()) return absl::InvalidArgumentError("CreateContainer: config is required");
+  const v1::ContainerConfig& config = req.config();
+  if (!config.has_metadata() || config.metadata().name().empty()) {
+    return absl::InvalidArgumentError("CreateContainer: config.metadata.name is required");
+  }
+  if (config.image().image().empty()) return absl::InvalidArgumentError("CreateContainer: config.image.image is required");
+
+  ASSIGN_OR_RETURN(dockerclient::ContainerInspect sandbox, InspectSandbox(ctx, req.pod_sandbox_id()));
+  v1::PodSandboxConfig sandbox_config = req.sandbox_config();
+  // The pod's identity comes from its infra container when the caller sends no config.
+  if (!sandbox_config.has_metadata() || sandbox_config.metadata().name().empty()) {
+    ASSIGN_OR_RETURN(*sandbox_config.mutable_metadata(), ParseSandboxName(sandbox.name));
+  }
+
+  ASSIGN_OR_RETURN(dockerclient::SystemInfo info, CachedInfo(ctx));
+  ContainerCreateParams params;
+  params.sandbox_id = sandbox.id;
+  params.image = config.image().image();
+  params.cgroup_driver = info.cgroup_driver;
+  params.docker_runtime = sandbox.runtime;
+  if (!sandbox_config.log_directory().empty() && !config.log_path().empty()) {
+    params.log_path = (fs::path(sandbox_config.log_directory()) / config.log_path()).string();
+  }
+  params.oom_score_adj_floor = oom_.lowest_permitted();
+  params.seccomp_profile_root = options_.seccomp_profile_root;
+  const auto& ns = config.linux().security_context().namespace_options();
+  if (ns.pid() == v1::TARGET) {
+    if (ns.target_id().empty()) {
+      return absl::InvalidArgumentError("CreateContainer: pid namespace mode TARGET needs target_id");
+    }
+    ASSIGN_OR_RETURN(dockerclient::ContainerInspect target, InspectCriContainer(ctx, ns.target_id()));
+    params.pid_target_container_id = target.id;
+  }
+  if (config.linux().resources().oom_score_adj() < params.oom_score_adj_floor) {
+    oom_.Clamp(static_cast<int>(config.linux().resources().oom_score_adj()));  // logs the clamp once
+  }
+  ASSIGN_OR_RETURN(nlohmann::json body, MakeContainerCreateBody(config, sandbox_config, params));
+
+  // Docker answers a create with an unknown image by pulling nothing and failing; say it plainly.
+  if (auto image = docker_.InspectImage(ctx, params.image); !image.ok()) {
+    if (absl::IsNotFound(image.status())) {
+      return absl::NotFoundError(
+          absl::StrCat("image \"", params.image, "\" is not present on this node; pull it before creating the container"));
+    }
+    return image.status();
+  }
+
+  RETURN_IF_ERROR(CreateMissingMountSources(config));
+  const std::string name = MakeContainerName(sandbox_config.metadata(), config.metadata());
+  absl::StatusOr<std::string> created = docker_.CreateContainer(ctx, name, body);
+  if (absl::IsAlreadyExists(created.status())) {
+    return absl::AlreadyExistsError(absl::StrCat("a container named ", name,
+                                                 " already exists; remove it or create with another attempt number"));
+  }
+  if (!created.ok()) return common::Annotate(created.status(), "create container");
+  LOG_INFO << "created container " << name << " as " << *created;
+  v1::CreateContainerResponse resp;
+  resp.set_container_id(*created);
+  return resp;
+}
+
+absl::StatusOr<v1::StartContainerResponse> CriService::StartContainer(const common::Context& ctx,
+                                                                      const v1::StartContainerRequest& req) {
+  RETURN_IF_ERROR(RequireContainerId(req.container_id(), "StartContainer"));
+  ASSIGN_OR_RETURN(dockerclient::ContainerInspect container, InspectCriContainer(ctx, req.container_id()));
+  RETURN_IF_ERROR(common::Annotate(docker_.StartContainer(ctx, container.id), "start container"));
+  const std::string cri_log = LabelOr(container.labels, kContainerLogPathLabel);
+  if (!cri_log.empty()) {
+    // Docker names the log file when the container first starts.
+    if (container.log_path.empty()) {
+      ASSIGN_OR_RETURN(container, docker_.InspectContainer(ctx, container.id));
+    }
+    if (container.log_path.empty()) {
+      LOG_WARN << "container " << container.id << " has no Docker log file (log driver other than json-file?); "
+               << cri_log << " stays empty";
+    } else {
+      RETURN_IF_ERROR(LinkContainerLog(cri_log, container.log_path));
+    }
+  }
+  return v1::StartContainerResponse();
+}
+
+absl::StatusOr<v1::StopContainerResponse> CriService::StopContainer(const common::Context& ctx,
+                                                                    const v1::StopContainerRequest& req) {
+  RETURN_IF_ERROR(RequireContainerId(req.container_id(), "StopContainer"));
+  dockerclient::StopOptions stop;
+  stop.timeout_seconds = req.timeout();
+  absl::Status s = docker_.StopContainer(ctx, req.container_id(), stop);
+  if (absl::IsNotFound(s)) {
+    LOG_DEBUG << "StopContainer: " << req.container_id() << " is already gone";
+    return v1::StopContainerResponse();
+  }
+  RETURN_IF_ERROR(common::Annotate(s, "stop container"));
+  return v1::StopContainerResponse();
+}
+
+absl::StatusOr<v1::RemoveContainerResponse> CriService::RemoveContainer(const common::Context& ctx,
+                                                                        const v1::RemoveContainerRequest& req) {
+  RETURN_IF_ERROR(RequireContainerId(req.container_id(), "RemoveContainer"));
+  absl::StatusOr<dockerclient::ContainerInspect> container = docker_.InspectContainer(ctx, req.container_id());
+  if (absl::IsNotFound(container.status())) return v1::RemoveContainerResponse();
+  RETURN_IF_ERROR(container.status());
+  const std::string type = LabelOr(container->labels, kContainerTypeLabel);
+  if (type == kContainerTypeSandbox) {
+    return absl::InvalidArgumentError(absl::StrCat("container ", req.container_id(),
+                                                   " is a pod infra container; remove it with RemovePodSandbox"));
+  }
+  if (type != kContainerTypeContainer) {
+    return absl::NotFoundError(absl::StrCat("container ", req.container_id(),
+                                            " not found (it is not a Kubernetes container)"));
+  }
+  absl::Status s = docker_.RemoveContainer(ctx, container->id, /*force=*/true);
+  if (!s.ok() && !absl::IsNotFound(s)) return common::Annotate(s, "remove container");
+  UnlinkContainerLog(LabelOr(container->labels, kContainerLogPathLabel));
+  return v1::RemoveContainerResponse();
+}
+
+}  // namespace shim

@@ -1,0 +1,69 @@
+// ContainerStatus and ListContainers. Status costs one container inspect; image
+// facts (labels to hide, the reported image reference) are cached by image ID.
+#include "absl/strings/str_cat.h"
+#include "common/log.h"
+#include "common/status.h"
+#include "shim/container_convert.h"
+#include "shim/cri_service.h"
+#include "shim/naming.h"
+
+namespace shim {
+
+namespace {
+
+// CRI label selectors match the container's own labels, not those Docker copied from its image.
+bool Selected(const google::protobuf::Map<std::string, std::string>& selector, const dockerclient::Labels& labels) {
+  for (const auto& [k, v] : selector) {
+    auto it = labels.find(k);
+    if (it == labels.end() || it->second != v) return false;
+  }
+  return true;
+}
+
+}  // namespace
+
+absl::StatusOr<v1::ContainerStatusResponse> CriService::ContainerStatus(const common::Context& ctx,
+                                                                        const v1::ContainerStatusRequest& req) {
+  if (req.container_id().empty()) return absl::InvalidArgumentError("ContainerStatus: container_id is required");
+  ASSIGN_OR_RETURN(dockerclient::ContainerInspect container, InspectCriContainer(ctx, req.container_id()));
+  const ImageFacts image = FactsOfImage(ctx, container.image);
+  container.labels = WithoutLabelsOf(image, container.labels);
+  v1::ContainerStatusResponse resp;
+  ASSIGN_OR_RETURN(*resp.mutable_status(), ToContainerStatus(container, image.image_ref, image.image_tag));
+  if (req.verbose()) *resp.mutable_info() = ContainerVerboseInfo(container);
+  return resp;
+}
+
+absl::StatusOr<v1::ListContainersResponse> CriService::ListContainers(const common::Context& ctx,
+                                                                      const v1::ListContainersRequest& req) {
+  const v1::ContainerFilter& filter = req.filter();
+  dockerclient::ListContainersOptions list;
+  list.all = true;
+  for (const auto& [k, v] : filter.label_selector()) list.label_filter[k] = v;
+  list.label_filter[kContainerTypeLabel] = kContainerTypeContainer;
+  if (!filter.pod_sandbox_id().empty()) {
+    // crictl passes ID prefixes; the label holds the full ID.
+    absl::StatusOr<dockerclient::ContainerInspect> sandbox = InspectSandbox(ctx, filter.pod_sandbox_id());
+    if (absl::IsNotFound(sandbox.status())) return v1::ListContainersResponse();
+    RETURN_IF_ERROR(sandbox.status());
+    list.label_filter[kSandboxIdLabel] = sandbox->id;
+  }
+  if (!filter.id().empty()) list.id = filter.id();
+  ASSIGN_OR_RETURN(std::vector<dockerclient::ContainerSummary> containers, docker_.ListContainers(ctx, list));
+
+  v1::ListContainersResponse resp;
+  for (dockerclient::ContainerSummary& c : containers) {
+    if (filter.has_state() && ToContainerState(c.state) != filter.state().state()) continue;
+    c.labels = WithoutLabelsOf(FactsOfImage(ctx, c.image_id), c.labels);
+    if (!Selected(filter.label_selector(), c.labels)) continue;
+    absl::StatusOr<v1::Container> converted = ToCriContainer(c);
+    if (!converted.ok()) {
+      LOG_DEBUG << "skipping container " << c.id << ": " << converted.status().message();
+      continue;
+    }
+    *resp.add_containers() = *std::move(converted);
+  }
+  return resp;
+}
+
+}  // namespace shim

@@ -1,0 +1,235 @@
+// Containers in pods through CriService on a real dockerd with real CNI: create,
+// start, exec, logs, stop, remove. The pods' infra image is dockershim-test/pause,
+// so whatever answers on the pod IP is the app container, which proves it joined
+// the pod's network namespace.
+#include <gmock/gmock.h>
+#include <gtest/gtest.h>
+
+#include "tests/integration/pod_fixture.h"
+
+namespace shim {
+namespace {
+
+using namespace testpods;  // NOLINT: the fixture's helpers and matchers
+
+class ContainerIntegration : public PodIntegration {
+ protected:
+  ContainerIntegration() : PodIntegration({"dstest-ctr-", "dstest-ctrnet-", 60, 99, "container_test."}) {}
+
+  void SetUp() override {
+    ASSERT_NO_FATAL_FAILURE(PodIntegration::SetUp());
+    ASSERT_NO_FATAL_FAILURE(BuildService(Plugin::kCni, testenv::PauseImage()));
+    log_dir_ = dir_ + "/pod-logs";
+  }
+
+  // A pod as kubelet configures it (log directory included).
+  v1::PodSandboxConfig Pod(const std::string& name) {
+    v1::PodSandboxConfig config = BaseConfig(name);
+    config.set_log_directory(log_dir_ + "/" + name);
+    return config;
+  }
+
+  v1::ContainerConfig Busybox(const std::string& name, std::vector<std::string> command) {
+    v1::ContainerConfig c;
+    c.mutable_metadata()->set_name(name);
+    c.mutable_image()->set_image(testenv::BusyboxImage());
+    for (auto& part : command) c.add_command(part);
+    c.set_log_path(name + "/0.log");
+    c.mutable_linux();
+    return c;
+  }
+
+  absl::StatusOr<std::string> Create(const std::string& pod_id, const v1::PodSandboxConfig& pod,
+                                     const v1::ContainerConfig& config) {
+    v1::CreateContainerRequest req;
+    req.set_pod_sandbox_id(pod_id);
+    *req.mutable_config() = config;
+    *req.mutable_sandbox_config() = pod;
+    auto resp = service_->CreateContainer(ctx_, req);
+    if (!resp.ok()) return resp.status();
+    return resp->container_id();
+  }
+  absl::Status Start(const std::string& id) {
+    v1::StartContainerRequest req;
+    req.set_container_id(id);
+    return service_->StartContainer(ctx_, req).status();
+  }
+  absl::StatusOr<v1::ContainerStatus> ContainerStatus(const std::string& id) {
+    v1::ContainerStatusRequest req;
+    req.set_container_id(id);
+    auto resp = service_->ContainerStatus(ctx_, req);
+    if (!resp.ok()) return resp.status();
+    return resp->status();
+  }
+  absl::StatusOr<v1::ExecSyncResponse> Exec(const std::string& id, std::vector<std::string> cmd, int64_t timeout = 10) {
+    v1::ExecSyncRequest req;
+    req.set_container_id(id);
+    for (auto& part : cmd) req.add_cmd(part);
+    req.set_timeout(timeout);
+    return service_->ExecSync(ctx_, req);
+  }
+  // A running pod with one started container.
+  struct PodWithContainer {
+    std::string pod_id, container_id;
+    v1::PodSandboxConfig pod;
+  };
+  absl::StatusOr<PodWithContainer> RunPodWith(v1::PodSandboxConfig pod, const v1::ContainerConfig& container) {
+    PodWithContainer out;
+    out.pod = std::move(pod);
+    ASSIGN_OR_RETURN(out.pod_id, Run(out.pod));
+    ASSIGN_OR_RETURN(out.container_id, Create(out.pod_id, out.pod, container));
+    RETURN_IF_ERROR(Start(out.container_id));
+    return out;
+  }
+
+  std::string log_dir_;
+};
+
+TEST_F(ContainerIntegration, ContainerSeesThePodsHostnameAndDns) {
+  v1::PodSandboxConfig pod = Pod("dns");
+  pod.set_hostname("dns-test-host");
+  pod.mutable_dns_config()->add_servers("10.96.0.10");
+  pod.mutable_dns_config()->add_searches("svc.cluster.local");
+  pod.mutable_dns_config()->add_options("ndots:5");
+  auto p = RunPodWith(pod, Busybox("app", {"sleep", "600"}));
+  ASSERT_TRUE(p.ok()) << p.status();
+
+  auto hostname = Exec(p->container_id, {"hostname"});
+  ASSERT_TRUE(hostname.ok()) << hostname.status();
+  EXPECT_EQ(hostname->stdout(), "dns-test-host\n");
+  EXPECT_EQ(hostname->stderr(), "");
+  EXPECT_EQ(hostname->exit_code(), 0);
+
+  auto resolv = Exec(p->container_id, {"cat", "/etc/resolv.conf"});
+  ASSERT_TRUE(resolv.ok()) << resolv.status();
+  EXPECT_THAT(resolv->stdout(), HasSubstr("nameserver 10.96.0.10"));
+  EXPECT_THAT(resolv->stdout(), HasSubstr("search svc.cluster.local"));
+  EXPECT_THAT(resolv->stdout(), HasSubstr("options ndots:5"));
+
+  auto failing = Exec(p->container_id, {"sh", "-c", "echo to-err >&2; exit 4"});
+  ASSERT_TRUE(failing.ok()) << failing.status();
+  EXPECT_EQ(failing->stderr(), "to-err\n");
+  EXPECT_EQ(failing->exit_code(), 4);
+}
+
+TEST_F(ContainerIntegration, AppContainerServesOnPodIpAndHostPort) {
+  const int host_port = FreePort(31080);
+  ASSERT_NE(host_port, 0);
+  v1::PodSandboxConfig pod = Pod("web");
+  auto* pm = pod.add_port_mappings();
+  pm->set_container_port(80);
+  pm->set_host_port(host_port);
+  v1::ContainerConfig httpd = Busybox("httpd", {});
+  httpd.mutable_image()->set_image(kHttpdImage);
+  auto p = RunPodWith(pod, httpd);
+  ASSERT_TRUE(p.ok()) << p.status();
+
+  auto status = Status(p->pod_id);
+  ASSERT_TRUE(status.ok()) << status.status();
+  auto by_ip = HttpGet(status->network().ip(), 80);
+  ASSERT_TRUE(by_ip.ok()) << by_ip.status();
+  EXPECT_THAT(*by_ip, HasSubstr(kHttpdText));
+  auto by_port = HttpGet("127.0.0.1", host_port);
+  ASSERT_TRUE(by_port.ok()) << by_port.status();
+  EXPECT_THAT(*by_port, HasSubstr(kHttpdText));
+}
+
+TEST_F(ContainerIntegration, StatusListAndLogsFollowTheLifecycle) {
+  v1::PodSandboxConfig pod = Pod("life");
+  auto pod_id = Run(pod);
+  ASSERT_TRUE(pod_id.ok()) << pod_id.status();
+  v1::ContainerConfig config = Busybox("talker", {"sh", "-c", "echo hello-from-container; exec sleep 600"});
+  (*config.mutable_labels())["role"] = "talker";
+  (*config.mutable_annotations())["note"] = "kept";
+  auto id = Create(*pod_id, pod, config);
+  ASSERT_TRUE(id.ok()) << id.status();
+
+  auto created = ContainerStatus(*id);
+  ASSERT_TRUE(created.ok()) << created.status();
+  EXPECT_EQ(created->state(), v1::CONTAINER_CREATED);
+  EXPECT_EQ(created->metadata().name(), "talker");
+  EXPECT_EQ(created->image().image(), testenv::BusyboxImage());
+  EXPECT_THAT(AsMap(created->labels()), ElementsAre(Pair("role", "talker")));
+  EXPECT_THAT(AsMap(created->annotations()), ElementsAre(Pair("note", "kept")));
+  const std::string log_path = pod.log_directory() + "/talker/0.log";
+  EXPECT_EQ(created->log_path(), log_path);
+
+  ASSERT_TRUE(Start(*id).ok());
+  auto running = ContainerStatus(*id);
+  ASSERT_TRUE(running.ok()) << running.status();
+  EXPECT_EQ(running->state(), v1::CONTAINER_RUNNING);
+  EXPECT_GT(running->started_at(), running->created_at());
+
+  // The CRI log path leads to Docker's log of the container.
+  std::string log;
+  for (int i = 0; i < 50 && !absl::StrContains(log, "hello-from-container"); ++i) {
+    absl::SleepFor(absl::Milliseconds(100));
+    log = ReadFile(log_path);
+  }
+  EXPECT_THAT(log, HasSubstr("hello-from-container"));
+
+  v1::ListContainersRequest list;
+  list.mutable_filter()->set_pod_sandbox_id(*pod_id);
+  auto listed = service_->ListContainers(ctx_, list);
+  ASSERT_TRUE(listed.ok()) << listed.status();
+  ASSERT_EQ(listed->containers_size(), 1);
+  EXPECT_EQ(listed->containers(0).id(), *id);
+  EXPECT_EQ(listed->containers(0).state(), v1::CONTAINER_RUNNING);
+  EXPECT_EQ(listed->containers(0).pod_sandbox_id(), *pod_id);
+
+  v1::StopContainerRequest stop;
+  stop.set_container_id(*id);
+  stop.set_timeout(5);  // sleep shares the pod's PID namespace (mode POD), so SIGTERM ends it
+  ASSERT_TRUE(service_->StopContainer(ctx_, stop).ok());
+  auto exited = ContainerStatus(*id);
+  ASSERT_TRUE(exited.ok()) << exited.status();
+  EXPECT_EQ(exited->state(), v1::CONTAINER_EXITED);
+  EXPECT_EQ(exited->exit_code(), 143);
+  EXPECT_EQ(exited->reason(), "Error");
+  EXPECT_GE(exited->finished_at(), exited->started_at());
+  EXPECT_EQ(Exec(*id, {"true"}).status().code(), absl::StatusCode::kFailedPrecondition);
+
+  v1::RemoveContainerRequest remove;
+  remove.set_container_id(*id);
+  ASSERT_TRUE(service_->RemoveContainer(ctx_, remove).ok());
+  EXPECT_FALSE(fs::exists(fs::symlink_status(log_path)));
+  EXPECT_EQ(ContainerStatus(*id).status().code(), absl::StatusCode::kNotFound);
+  EXPECT_TRUE(service_->RemoveContainer(ctx_, remove).ok());
+}
+
+TEST_F(ContainerIntegration, ContainerThatCannotRunSaysWhy) {
+  v1::PodSandboxConfig pod = Pod("broken");
+  auto pod_id = Run(pod);
+  ASSERT_TRUE(pod_id.ok()) << pod_id.status();
+  auto id = Create(*pod_id, pod, Busybox("broken", {"/no/such/binary"}));
+  ASSERT_TRUE(id.ok()) << id.status();
+  const absl::Status started = Start(*id);
+  EXPECT_FALSE(started.ok());
+  EXPECT_THAT(started.message(), HasSubstr("/no/such/binary"));
+  auto status = ContainerStatus(*id);
+  ASSERT_TRUE(status.ok()) << status.status();
+  EXPECT_NE(status->state(), v1::CONTAINER_RUNNING);
+  EXPECT_THAT(status->message(), HasSubstr("/no/such/binary"));
+}
+
+TEST_F(ContainerIntegration, ExecTimeoutIsDeadlineExceeded) {
+  auto p = RunPodWith(Pod("slow"), Busybox("app", {"sleep", "600"}));
+  ASSERT_TRUE(p.ok()) << p.status();
+  const absl::Time start = absl::Now();
+  const absl::Status status = Exec(p->container_id, {"sleep", "30"}, 1).status();
+  EXPECT_EQ(status.code(), absl::StatusCode::kDeadlineExceeded) << status;
+  EXPECT_LT(absl::Now() - start, absl::Seconds(5));
+}
+
+TEST_F(ContainerIntegration, RemovePodSandboxRemovesItsContainers) {
+  auto p = RunPodWith(Pod("gone"), Busybox("app", {"sleep", "600"}));
+  ASSERT_TRUE(p.ok()) << p.status();
+  Sh("docker kill " + p->container_id);
+  ASSERT_TRUE(Remove(p->pod_id).ok());
+  EXPECT_EQ(Inspect(p->container_id).status().code(), absl::StatusCode::kNotFound);
+  EXPECT_EQ(Inspect(p->pod_id).status().code(), absl::StatusCode::kNotFound);
+  EXPECT_THAT(Reservations(), IsEmpty());
+}
+
+}  // namespace
+}  // namespace shim

@@ -1,0 +1,390 @@
+// Container RPCs of CriService (CreateContainer, StartContainer, StopContainer,
+// RemoveContainer, ContainerStatus, ListContainers, ExecSync) on the fake Docker client.
+#include <gmock/gmock.h>
+#include <gtest/gtest.h>
+#include <stdlib.h>
+
+#include <filesystem>
+#include <memory>
+#include <string>
+
+#include <nlohmann/json.hpp>
+
+#include "shim/cri_service.h"
+#include "shim/naming.h"
+#include "tests/unit/fake_docker_client.h"
+#include "tests/unit/fake_network.h"
+
+namespace shim {
+namespace {
+
+namespace fs = std::filesystem;
+using ::testing::ElementsAre;
+using ::testing::HasSubstr;
+using ::testing::IsEmpty;
+using ::testing::UnorderedElementsAre;
+using testing_fakes::FakeDockerClient;
+using testing_fakes::FakeNetwork;
+
+constexpr char kPause[] = "registry.k8s.io/pause:3.10";
+constexpr char kBusybox[] = "busybox:1.36";
+
+class ContainerServiceTest : public ::testing::Test {
+ protected:
+  void SetUp() override {
+    std::string tmpl = ::testing::TempDir() + "/container_test.XXXXXX";
+    ASSERT_NE(::mkdtemp(tmpl.data()), nullptr);
+    root_ = tmpl;
+    Options o;
+    o.root_directory = root_ + "/state";
+    o.pod_infra_image = kPause;
+    o.oom_score_adj_floor = -1000;
+    service_ = std::make_unique<CriService>(o, docker_, network_);
+    ASSERT_TRUE(service_->Init().ok());
+    docker_.AddImage({kPause});
+    docker_.AddImage({kBusybox});
+
+    pod_.mutable_metadata()->set_name("web");
+    pod_.mutable_metadata()->set_namespace_("prod");
+    pod_.mutable_metadata()->set_uid("uid-7");
+    pod_.set_log_directory(root_ + "/logs/prod_web_uid-7");
+    pod_.mutable_linux();
+    v1::RunPodSandboxRequest run;
+    *run.mutable_config() = pod_;
+    auto sandbox = service_->RunPodSandbox(ctx_, run);
+    ASSERT_TRUE(sandbox.ok()) << sandbox.status();
+    sandbox_id_ = sandbox->pod_sandbox_id();
+  }
+  void TearDown() override {
+    service_.reset();
+    std::error_code ec;
+    fs::remove_all(root_, ec);
+  }
+
+  v1::ContainerConfig Config(const std::string& name = "app") {
+    v1::ContainerConfig c;
+    c.mutable_metadata()->set_name(name);
+    c.mutable_metadata()->set_attempt(2);
+    c.mutable_image()->set_image(kBusybox);
+    c.add_command("sleep");
+    c.add_args("600");
+    c.set_log_path(name + "/2.log");
+    (*c.mutable_labels())["tier"] = "front";
+    (*c.mutable_annotations())["owner"] = "team-a";
+    return c;
+  }
+  absl::StatusOr<std::string> Create(const v1::ContainerConfig& config, const std::string& sandbox = "") {
+    v1::CreateContainerRequest req;
+    req.set_pod_sandbox_id(sandbox.empty() ? sandbox_id_ : sandbox);
+    *req.mutable_config() = config;
+    *req.mutable_sandbox_config() = pod_;
+    auto resp = service_->CreateContainer(ctx_, req);
+    if (!resp.ok()) return resp.status();
+    return resp->container_id();
+  }
+  absl::Status Start(const std::string& id) {
+    v1::StartContainerRequest req;
+    req.set_container_id(id);
+    return service_->StartContainer(ctx_, req).status();
+  }
+  absl::Status Stop(const std::string& id) {
+    v1::StopContainerRequest req;
+    req.set_container_id(id);
+    req.set_timeout(3);
+    return service_->StopContainer(ctx_, req).status();
+  }
+  absl::Status Remove(const std::string& id) {
+    v1::RemoveContainerRequest req;
+    req.set_container_id(id);
+    return service_->RemoveContainer(ctx_, req).status();
+  }
+  absl::StatusOr<v1::ContainerStatus> Status(const std::string& id) {
+    v1::ContainerStatusRequest req;
+    req.set_container_id(id);
+    auto resp = service_->ContainerStatus(ctx_, req);
+    if (!resp.ok()) return resp.status();
+    return resp->status();
+  }
+  std::vector<std::string> ListIds(const v1::ContainerFilter& filter = {}) {
+    v1::ListContainersRequest req;
+    *req.mutable_filter() = filter;
+    auto resp = service_->ListContainers(ctx_, req);
+    EXPECT_TRUE(resp.ok()) << resp.status();
+    std::vector<std::string> ids;
+    if (resp.ok()) {
+      for (const auto& c : resp->containers()) ids.push_back(c.id());
+    }
+    return ids;
+  }
+  absl::StatusOr<v1::ExecSyncResponse> Exec(const std::string& id, std::vector<std::string> cmd, int64_t timeout = 0) {
+    v1::ExecSyncRequest req;
+    req.set_container_id(id);
+    for (auto& c : cmd) req.add_cmd(c);
+    req.set_timeout(timeout);
+    return service_->ExecSync(ctx_, req);
+  }
+  std::string CriLogPath(const std::string& name = "app") { return pod_.log_directory() + "/" + name + "/2.log"; }
+  size_t AppContainerCount() {
+    size_t n = 0;
+    for (const auto& [id, c] : docker_.Containers()) n += c.inspect.labels.count(kContainerTypeLabel) &&
+                                                         c.inspect.labels.at(kContainerTypeLabel) == kContainerTypeContainer;
+    return n;
+  }
+
+  common::Context ctx_ = common::Context::WithTimeout(absl::Seconds(10));
+  FakeDockerClient docker_;
+  FakeNetwork network_;
+  std::string root_;
+  std::unique_ptr<CriService> service_;
+  v1::PodSandboxConfig pod_;
+  std::string sandbox_id_;
+};
+
+TEST_F(ContainerServiceTest, CreateNamesLabelsAndJoinsThePod) {
+  auto id = Create(Config());
+  ASSERT_TRUE(id.ok()) << id.status();
+  const FakeDockerClient::FakeContainer c = docker_.Containers().at(*id);
+  EXPECT_EQ(c.inspect.name, "/k8s_app_web_prod_uid-7_2");
+  EXPECT_EQ(c.inspect.labels.at(kContainerTypeLabel), kContainerTypeContainer);
+  EXPECT_EQ(c.inspect.labels.at(kSandboxIdLabel), sandbox_id_);
+  EXPECT_EQ(c.inspect.labels.at(kContainerLogPathLabel), CriLogPath());
+  EXPECT_EQ(c.inspect.labels.at("tier"), "front");
+  EXPECT_EQ(c.inspect.labels.at("annotation.owner"), "team-a");
+  EXPECT_EQ(c.create_body["HostConfig"]["NetworkMode"], "container:" + sandbox_id_);
+  EXPECT_EQ(c.create_body["Entrypoint"], nlohmann::json({"sleep"}));
+  EXPECT_EQ(c.create_body["Cmd"], nlohmann::json({"600"}));
+}
+
+TEST_F(ContainerServiceTest, CreateTakesThePodNameFromTheSandboxWhenNoConfigIsSent) {
+  v1::CreateContainerRequest req;
+  req.set_pod_sandbox_id(sandbox_id_.substr(0, 12));
+  *req.mutable_config() = Config();
+  auto resp = service_->CreateContainer(ctx_, req);
+  ASSERT_TRUE(resp.ok()) << resp.status();
+  EXPECT_EQ(docker_.Containers().at(resp->container_id()).inspect.name, "/k8s_app_web_prod_uid-7_2");
+}
+
+TEST_F(ContainerServiceTest, CreateRejectsBadInputAndCreatesNothing) {
+  v1::ContainerConfig no_name = Config();
+  no_name.mutable_metadata()->set_name("");
+  EXPECT_EQ(Create(no_name).status().code(), absl::StatusCode::kInvalidArgument);
+  v1::ContainerConfig no_image = Config();
+  no_image.mutable_image()->set_image("");
+  EXPECT_EQ(Create(no_image).status().code(), absl::StatusCode::kInvalidArgument);
+
+  v1::ContainerConfig missing_image = Config();
+  missing_image.mutable_image()->set_image("registry.example/absent:1");
+  const absl::Status absent = Create(missing_image).status();
+  EXPECT_EQ(absent.code(), absl::StatusCode::kNotFound);
+  EXPECT_THAT(absent.message(), HasSubstr("registry.example/absent:1"));
+  EXPECT_THAT(absent.message(), HasSubstr("pull it"));
+
+  const absl::Status no_sandbox = Create(Config(), "0123456789ab-no-such-pod").status();
+  EXPECT_EQ(no_sandbox.code(), absl::StatusCode::kNotFound);
+
+  v1::ContainerConfig relative_mount = Config();
+  relative_mount.add_mounts()->set_container_path("relative/path");
+  relative_mount.mutable_mounts(0)->set_host_path("/tmp");
+  EXPECT_EQ(Create(relative_mount).status().code(), absl::StatusCode::kInvalidArgument);
+
+  EXPECT_EQ(AppContainerCount(), 0u);
+}
+
+TEST_F(ContainerServiceTest, CreateMakesAMissingHostPathADirectory) {
+  v1::ContainerConfig config = Config();
+  auto* mount = config.add_mounts();
+  mount->set_host_path(root_ + "/volumes/data");
+  mount->set_container_path("/data");
+  ASSERT_TRUE(Create(config).ok());
+  EXPECT_TRUE(fs::is_directory(root_ + "/volumes/data"));
+}
+
+TEST_F(ContainerServiceTest, CreateTwiceWithTheSameNameIsAlreadyExists) {
+  ASSERT_TRUE(Create(Config()).ok());
+  const absl::Status again = Create(Config()).status();
+  EXPECT_EQ(again.code(), absl::StatusCode::kAlreadyExists);
+  EXPECT_THAT(again.message(), HasSubstr("k8s_app_web_prod_uid-7_2"));
+  EXPECT_EQ(AppContainerCount(), 1u);
+}
+
+TEST_F(ContainerServiceTest, CreateFailureFromDockerIsReported) {
+  docker_.FailOperation("CreateContainer", absl::InternalError("create container x: disk full"));
+  const absl::Status failed = Create(Config()).status();
+  EXPECT_EQ(failed.code(), absl::StatusCode::kInternal);
+  EXPECT_THAT(failed.message(), HasSubstr("disk full"));
+}
+
+TEST_F(ContainerServiceTest, StartLinksTheCriLogToDockersLogFile) {
+  auto id = Create(Config());
+  ASSERT_TRUE(id.ok()) << id.status();
+  ASSERT_TRUE(Start(*id).ok());
+  ASSERT_TRUE(fs::is_symlink(CriLogPath()));
+  EXPECT_EQ(fs::read_symlink(CriLogPath()), "/var/lib/docker/containers/" + *id + "/" + *id + "-json.log");
+  // A restart (kubelet reuses the container after a node reboot) replaces the link.
+  ASSERT_TRUE(Start(*id).ok());
+  EXPECT_TRUE(fs::is_symlink(CriLogPath()));
+
+  ASSERT_TRUE(Remove(*id).ok());
+  EXPECT_FALSE(fs::exists(fs::symlink_status(CriLogPath())));
+  EXPECT_EQ(AppContainerCount(), 0u);
+}
+
+TEST_F(ContainerServiceTest, StartOfUnknownOrSandboxContainerIsNotFound) {
+  EXPECT_EQ(Start("no-such-container").code(), absl::StatusCode::kNotFound);
+  EXPECT_EQ(Start(sandbox_id_).code(), absl::StatusCode::kNotFound);
+  EXPECT_EQ(Start("").code(), absl::StatusCode::kInvalidArgument);
+}
+
+TEST_F(ContainerServiceTest, StartFailureIsReportedAndLinksNoLog) {
+  auto id = Create(Config());
+  ASSERT_TRUE(id.ok());
+  docker_.FailOperation("StartContainer",
+                        absl::InternalError("start container: exec: \"sleep\": executable file not found in $PATH"));
+  const absl::Status failed = Start(*id);
+  EXPECT_EQ(failed.code(), absl::StatusCode::kInternal);
+  EXPECT_THAT(failed.message(), HasSubstr("executable file not found"));
+  EXPECT_FALSE(fs::exists(fs::symlink_status(CriLogPath())));
+}
+
+TEST_F(ContainerServiceTest, StopAndRemoveAreIdempotent) {
+  auto id = Create(Config());
+  ASSERT_TRUE(id.ok());
+  ASSERT_TRUE(Start(*id).ok());
+  EXPECT_TRUE(Stop(*id).ok());
+  EXPECT_TRUE(Stop(*id).ok());
+  EXPECT_TRUE(Remove(*id).ok());
+  EXPECT_TRUE(Remove(*id).ok());
+  EXPECT_TRUE(Stop(*id).ok());
+}
+
+TEST_F(ContainerServiceTest, RemoveRefusesThePodInfraContainer) {
+  const absl::Status refused = Remove(sandbox_id_);
+  EXPECT_EQ(refused.code(), absl::StatusCode::kInvalidArgument);
+  EXPECT_THAT(refused.message(), HasSubstr("RemovePodSandbox"));
+  EXPECT_EQ(docker_.Containers().count(sandbox_id_), 1u);
+}
+
+TEST_F(ContainerServiceTest, StatusFollowsTheLifecycle) {
+  auto id = Create(Config());
+  ASSERT_TRUE(id.ok());
+  auto created = Status(*id);
+  ASSERT_TRUE(created.ok()) << created.status();
+  EXPECT_EQ(created->state(), v1::CONTAINER_CREATED);
+  EXPECT_EQ(created->metadata().name(), "app");
+  EXPECT_EQ(created->metadata().attempt(), 2u);
+  EXPECT_EQ(created->image().image(), kBusybox);
+  EXPECT_EQ(created->log_path(), CriLogPath());
+  EXPECT_EQ(created->labels().at("tier"), "front");
+  EXPECT_EQ(created->annotations().at("owner"), "team-a");
+  EXPECT_EQ(created->labels().count(kSandboxIdLabel), 0u);
+
+  ASSERT_TRUE(Start(*id).ok());
+  auto running = Status(*id);
+  ASSERT_TRUE(running.ok());
+  EXPECT_EQ(running->state(), v1::CONTAINER_RUNNING);
+  EXPECT_GT(running->started_at(), 0);
+
+  ASSERT_TRUE(Stop(*id).ok());
+  auto exited = Status(*id);
+  ASSERT_TRUE(exited.ok());
+  EXPECT_EQ(exited->state(), v1::CONTAINER_EXITED);
+
+  ASSERT_TRUE(Remove(*id).ok());
+  EXPECT_EQ(Status(*id).status().code(), absl::StatusCode::kNotFound);
+}
+
+TEST_F(ContainerServiceTest, StatusOfASandboxIsNotFound) {
+  EXPECT_EQ(Status(sandbox_id_).status().code(), absl::StatusCode::kNotFound);
+}
+
+TEST_F(ContainerServiceTest, ListFiltersByPodStateLabelAndIdPrefix) {
+  auto a = Create(Config("a"));
+  auto b = Create(Config("b"));
+  ASSERT_TRUE(a.ok() && b.ok());
+  ASSERT_TRUE(Start(*a).ok());
+  v1::ContainerConfig other = Config("c");
+  (*other.mutable_labels())["tier"] = "back";
+  auto c = Create(other);
+  ASSERT_TRUE(c.ok());
+
+  EXPECT_THAT(ListIds(), UnorderedElementsAre(*a, *b, *c));  // never the infra container
+  v1::ContainerFilter running;
+  running.mutable_state()->set_state(v1::CONTAINER_RUNNING);
+  EXPECT_THAT(ListIds(running), ElementsAre(*a));
+  v1::ContainerFilter front;
+  (*front.mutable_label_selector())["tier"] = "front";
+  EXPECT_THAT(ListIds(front), UnorderedElementsAre(*a, *b));
+  v1::ContainerFilter by_id;
+  by_id.set_id(*c);
+  EXPECT_THAT(ListIds(by_id), ElementsAre(*c));
+  v1::ContainerFilter by_pod;
+  by_pod.set_pod_sandbox_id(sandbox_id_.substr(0, 12));
+  EXPECT_THAT(ListIds(by_pod), UnorderedElementsAre(*a, *b, *c));
+  v1::ContainerFilter other_pod;
+  other_pod.set_pod_sandbox_id("ffffffffffff");
+  EXPECT_THAT(ListIds(other_pod), IsEmpty());
+}
+
+TEST_F(ContainerServiceTest, ExecSyncReturnsOutputAndExitCode) {
+  auto id = Create(Config());
+  ASSERT_TRUE(id.ok());
+  ASSERT_TRUE(Start(*id).ok());
+  docker_.OnExec([](const std::string&, const std::vector<std::string>& cmd) {
+    FakeDockerClient::ExecScript s;
+    s.stdout_data = "ran " + cmd.back() + "\n";
+    s.stderr_data = "warning\n";
+    s.exit_code = 3;
+    return s;
+  });
+  auto r = Exec(*id, {"sh", "-c", "hostname"});
+  ASSERT_TRUE(r.ok()) << r.status();
+  EXPECT_EQ(r->stdout(), "ran hostname\n");
+  EXPECT_EQ(r->stderr(), "warning\n");
+  EXPECT_EQ(r->exit_code(), 3);
+}
+
+TEST_F(ContainerServiceTest, ExecSyncPastItsTimeoutIsDeadlineExceeded) {
+  auto id = Create(Config());
+  ASSERT_TRUE(id.ok());
+  ASSERT_TRUE(Start(*id).ok());
+  docker_.OnExec([](const std::string&, const std::vector<std::string>&) {
+    FakeDockerClient::ExecScript s;
+    s.hang = true;
+    return s;
+  });
+  const absl::Time start = absl::Now();
+  const absl::Status status = Exec(*id, {"sleep", "100"}, 1).status();
+  EXPECT_EQ(status.code(), absl::StatusCode::kDeadlineExceeded);
+  EXPECT_THAT(status.message(), HasSubstr("timed out after 1s"));
+  EXPECT_LT(absl::Now() - start, absl::Seconds(3));
+}
+
+TEST_F(ContainerServiceTest, ExecSyncCapsHugeOutput) {
+  auto id = Create(Config());
+  ASSERT_TRUE(id.ok());
+  ASSERT_TRUE(Start(*id).ok());
+  docker_.OnExec([](const std::string&, const std::vector<std::string>&) {
+    FakeDockerClient::ExecScript s;
+    s.stdout_data = std::string(17 << 20, 'o');
+    s.stderr_data = "lost";
+    return s;
+  });
+  auto r = Exec(*id, {"yes"});
+  ASSERT_TRUE(r.ok()) << r.status();
+  EXPECT_EQ(r->stdout().size() + r->stderr().size(), size_t{16} << 20);
+}
+
+TEST_F(ContainerServiceTest, ExecSyncRejectsBadRequestsClearly) {
+  auto id = Create(Config());
+  ASSERT_TRUE(id.ok());
+  EXPECT_EQ(Exec(*id, {}).status().code(), absl::StatusCode::kInvalidArgument);
+  EXPECT_EQ(Exec("", {"true"}).status().code(), absl::StatusCode::kInvalidArgument);
+  EXPECT_EQ(Exec(*id, {"true"}, -1).status().code(), absl::StatusCode::kInvalidArgument);
+  const absl::Status not_running = Exec(*id, {"true"}).status();
+  EXPECT_EQ(not_running.code(), absl::StatusCode::kFailedPrecondition);
+  EXPECT_THAT(not_running.message(), HasSubstr("not running"));
+  EXPECT_EQ(Exec("no-such-container", {"true"}).status().code(), absl::StatusCode::kNotFound);
+}
+
+}  // namespace
+}  // namespace shim
