@@ -5,6 +5,7 @@
 // RPC family: runtime_info.cc, images.cc, image_pull.cc, image_fs_info.cc,
 // sandbox_run.cc, sandbox_stop_remove.cc, sandbox_status.cc, container_lifecycle.cc,
 // container_status.cc, exec_sync.cc.
+#include <functional>
 #include <map>
 #include <memory>
 #include <mutex>
@@ -33,6 +34,8 @@ struct Options {
   std::string seccomp_profile_root = "/var/lib/kubelet/seccomp";
   // The lowest oom_score_adj the host permits; probed when unset.
   std::optional<int> oom_score_adj_floor;
+  // Sends a signal to a host process (ExecSync kills what outlives its timeout); kill(2) when unset.
+  std::function<int(int pid, int signal)> signal_process;
 };
 
 class CriService {
@@ -119,6 +122,8 @@ class CriService {
   ImageFacts FactsOfImage(const common::Context& ctx, const std::string& image_id);
   static dockerclient::Labels WithoutLabelsOf(const ImageFacts& image, const dockerclient::Labels& labels);
 
+  // SIGKILLs an ExecSync process still running after its timeout (exec_sync.cc).
+  void KillTimedOutExec(const std::string& container_id, const std::string& exec_id, const std::string& command);
   // Inspects `id` (ID or unique prefix); NOT_FOUND unless it is a CRI app container.
   absl::StatusOr<dockerclient::ContainerInspect> InspectCriContainer(const common::Context& ctx,
                                                                      const std::string& id);

@@ -1,6 +1,11 @@
 // ExecSync: runs a command in a running container and returns its output and exit
 // code (kubelet's exec probes, crictl exec -s). Output is read from dockerd's
 // multiplexed exec stream; no process is forked here.
+#include <signal.h>
+
+#include <cerrno>
+#include <cstring>
+
 #include "absl/strings/str_cat.h"
 #include "absl/strings/str_join.h"
 #include "absl/time/clock.h"
@@ -17,6 +22,7 @@ constexpr std::size_t kMaxExecOutputBytes = 16 << 20;
 // After the output ends dockerd records the exit code a moment later.
 constexpr int kExitCodePolls = 50;
 constexpr absl::Duration kExitCodePollInterval = absl::Milliseconds(20);
+constexpr absl::Duration kKillTimeout = absl::Seconds(5);
 
 // Appends up to the shared output budget; records that something was cut.
 struct CappedOutput {
@@ -30,6 +36,26 @@ struct CappedOutput {
 };
 
 }  // namespace
+
+void CriService::KillTimedOutExec(const std::string& container_id, const std::string& exec_id,
+                                  const std::string& command) {
+  // Docker has no API to stop an exec; left alone, every timed-out probe would
+  // leave a process behind in the container. Its host PID comes from the exec's inspect.
+  const common::Context ctx = common::Context::WithTimeout(kKillTimeout);
+  absl::StatusOr<dockerclient::ExecInspect> exec = docker_.InspectExec(ctx, exec_id);
+  if (!exec.ok() || !exec->running || exec->pid <= 0) {
+    if (!exec.ok()) LOG_WARN << "ExecSync in " << container_id << ": cannot inspect timed-out exec: " << exec.status();
+    return;
+  }
+  const auto signal = options_.signal_process ? options_.signal_process : [](int pid, int sig) { return ::kill(pid, sig); };
+  if (signal(exec->pid, SIGKILL) != 0) {
+    LOG_WARN << "ExecSync in " << container_id << ": cannot kill \"" << command << "\" (pid " << exec->pid
+             << ") after its timeout: " << std::strerror(errno);
+    return;
+  }
+  LOG_INFO << "ExecSync in " << container_id << ": killed \"" << command << "\" (pid " << exec->pid
+           << ") after its timeout";
+}
 
 absl::StatusOr<v1::ExecSyncResponse> CriService::ExecSync(const common::Context& ctx, const v1::ExecSyncRequest& req) {
   if (req.container_id().empty()) return absl::InvalidArgumentError("ExecSync: container_id is required");
@@ -51,9 +77,7 @@ absl::StatusOr<v1::ExecSyncResponse> CriService::ExecSync(const common::Context&
   sinks.on_stderr = [&output](std::string_view d) { output.Append(output.err, d); };
   absl::Status ran = docker_.RunExec(run_ctx, *exec_id, /*tty=*/false, sinks);
   if (absl::IsDeadlineExceeded(ran) && req.timeout() > 0 && !ctx.Cancelled()) {
-    // Docker cannot kill an exec: the process may run on in the container.
-    LOG_WARN << "ExecSync in " << req.container_id() << ": \"" << command << "\" still runs after " << req.timeout()
-             << "s; gave up waiting";
+    KillTimedOutExec(req.container_id(), *exec_id, command);
     return absl::DeadlineExceededError(
         absl::StrCat("command \"", command, "\" timed out after ", req.timeout(), "s"));
   }

@@ -88,8 +88,10 @@ absl::Status AppendSeccompOptImpl(const SecurityContext& sc, const std::string& 
 #pragma GCC diagnostic ignored "-Wdeprecated-declarations"
   const std::string& path = sc.seccomp_profile_path();
 #pragma GCC diagnostic pop
-  if (path.empty() || path == "runtime/default" || path == "docker/default") return absl::OkStatus();
-  if (path == "unconfined") {
+  if (path == "runtime/default" || path == "docker/default") return absl::OkStatus();
+  // No profile at all means unconfined in Kubernetes (the kubelet sends
+  // RuntimeDefault when it wants one); Docker would apply its default instead.
+  if (path.empty() || path == "unconfined") {
     opts.push_back("seccomp=unconfined");
     return absl::OkStatus();
   }

@@ -21,7 +21,8 @@ absl::StatusOr<std::string> MakeDockerUser(const runtime::v1::Int64Value* uid, c
 // HostConfig.GroupAdd entries (decimal GIDs); INVALID_ARGUMENT for a negative GID.
 absl::StatusOr<std::vector<std::string>> MakeGroupAdd(const google::protobuf::RepeatedField<int64_t>& groups);
 
-// Appends the "seccomp=..." option, if any. Reads Localhost profiles (relative
+// Appends the "seccomp=..." option, if any: none for RuntimeDefault, "unconfined"
+// when no profile is set (Kubernetes' meaning of unset). Reads Localhost profiles (relative
 // refs under `profile_root`) so that Docker gets the profile's JSON text.
 absl::Status AppendSeccompOpt(const runtime::v1::LinuxSandboxSecurityContext& sc, const std::string& profile_root,
                               std::vector<std::string>& opts);

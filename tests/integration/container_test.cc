@@ -216,9 +216,19 @@ TEST_F(ContainerIntegration, ExecTimeoutIsDeadlineExceeded) {
   auto p = RunPodWith(Pod("slow"), Busybox("app", {"sleep", "600"}));
   ASSERT_TRUE(p.ok()) << p.status();
   const absl::Time start = absl::Now();
-  const absl::Status status = Exec(p->container_id, {"sleep", "30"}, 1).status();
+  const absl::Status status = Exec(p->container_id, {"sleep", "31"}, 1).status();
   EXPECT_EQ(status.code(), absl::StatusCode::kDeadlineExceeded) << status;
   EXPECT_LT(absl::Now() - start, absl::Seconds(5));
+  // Docker leaves a timed-out exec running; the shim kills it.
+  std::string processes;
+  for (int i = 0; i < 20; ++i) {
+    auto ps = Exec(p->container_id, {"ps"});
+    ASSERT_TRUE(ps.ok()) << ps.status();
+    processes = ps->stdout();
+    if (!absl::StrContains(processes, "sleep 31")) break;
+    absl::SleepFor(absl::Milliseconds(100));
+  }
+  EXPECT_THAT(processes, Not(HasSubstr("sleep 31")));
 }
 
 TEST_F(ContainerIntegration, RemovePodSandboxRemovesItsContainers) {

@@ -123,11 +123,13 @@ TEST(ContainerConfigBody, Minimal) {
   EXPECT_EQ(h["OomScoreAdj"], 0);
   for (const char* absent : {"UTSMode", "Binds", "Mounts", "Devices", "DeviceRequests", "CpuPeriod", "CpuQuota",
                              "CpuShares", "CpusetCpus", "CpusetMems", "Memory", "MemorySwap", "CgroupParent",
-                             "Runtime", "SecurityOpt", "CapAdd", "CapDrop", "GroupAdd", "Privileged",
+                             "Runtime", "CapAdd", "CapDrop", "GroupAdd", "Privileged",
                              "ReadonlyRootfs", "MaskedPaths", "ReadonlyPaths", "Dns", "DnsSearch", "DnsOptions",
                              "ExtraHosts", "PortBindings", "Sysctls", "LogConfig"}) {
     EXPECT_FALSE(h.contains(absent)) << absent;
   }
+  // Kubernetes' unset seccomp profile means unconfined; Docker's default would confine.
+  EXPECT_EQ(h["SecurityOpt"], json({"seccomp=unconfined"}));
 }
 
 struct MetadataCase {
@@ -798,7 +800,7 @@ TEST(ContainerConfigSecurity, GroupsRootfsNoNewPrivs) {
   json h = MustHost(c);
   EXPECT_EQ(h["GroupAdd"], json({"2000", "0"}));
   EXPECT_EQ(h["ReadonlyRootfs"], true);
-  EXPECT_EQ(h["SecurityOpt"], json({"no-new-privileges"}));
+  EXPECT_EQ(h["SecurityOpt"], json({"seccomp=unconfined", "no-new-privileges"}));
   EXPECT_FALSE(h.contains("Privileged"));
 
   Sc(c)->add_supplemental_groups(-3);
@@ -986,6 +988,7 @@ class ContainerConfigAppArmor : public ::testing::TestWithParam<ProfileCase> {};
 TEST_P(ContainerConfigAppArmor, Profiles) {
   const ProfileCase& tc = GetParam();
   ContainerConfig c = MinimalConfig();
+  Sc(c)->mutable_seccomp()->set_profile_type(SecurityProfile::RuntimeDefault);  // no seccomp option
   Sc(c)->mutable_apparmor()->set_profile_type(tc.type);
   Sc(c)->mutable_apparmor()->set_localhost_ref(tc.ref);
   absl::StatusOr<json> b = MakeContainerCreateBody(c, Sandbox(), Params());
@@ -1021,6 +1024,7 @@ class ContainerConfigAppArmorProfile : public ::testing::TestWithParam<Deprecate
 TEST_P(ContainerConfigAppArmorProfile, DeprecatedField) {
   const DeprecatedAppArmorCase& tc = GetParam();
   ContainerConfig c = MinimalConfig();
+  Sc(c)->mutable_seccomp()->set_profile_type(SecurityProfile::RuntimeDefault);  // no seccomp option
 #pragma GCC diagnostic push
 #pragma GCC diagnostic ignored "-Wdeprecated-declarations"
   Sc(c)->set_apparmor_profile(tc.profile);
@@ -1053,7 +1057,7 @@ TEST(ContainerConfigAppArmor, StructuredFieldWins) {
 #pragma GCC diagnostic ignored "-Wdeprecated-declarations"
   Sc(c)->set_apparmor_profile("unconfined");
 #pragma GCC diagnostic pop
-  EXPECT_FALSE(MustHost(c).contains("SecurityOpt"));
+  EXPECT_EQ(MustHost(c)["SecurityOpt"], json({"seccomp=unconfined"}));
 }
 
 TEST(ContainerConfigSecurity, WindowsSettingsIgnored) {

@@ -2,11 +2,14 @@
 // RemoveContainer, ContainerStatus, ListContainers, ExecSync) on the fake Docker client.
 #include <gmock/gmock.h>
 #include <gtest/gtest.h>
+#include <signal.h>
 #include <stdlib.h>
 
 #include <filesystem>
 #include <memory>
 #include <string>
+#include <utility>
+#include <vector>
 
 #include <nlohmann/json.hpp>
 
@@ -39,6 +42,10 @@ class ContainerServiceTest : public ::testing::Test {
     o.root_directory = root_ + "/state";
     o.pod_infra_image = kPause;
     o.oom_score_adj_floor = -1000;
+    o.signal_process = [this](int pid, int signal) {
+      signalled_.emplace_back(pid, signal);
+      return 0;
+    };
     service_ = std::make_unique<CriService>(o, docker_, network_);
     ASSERT_TRUE(service_->Init().ok());
     docker_.AddImage({kPause});
@@ -138,6 +145,7 @@ class ContainerServiceTest : public ::testing::Test {
   std::unique_ptr<CriService> service_;
   v1::PodSandboxConfig pod_;
   std::string sandbox_id_;
+  std::vector<std::pair<int, int>> signalled_;  // (pid, signal) sent to host processes
 };
 
 TEST_F(ContainerServiceTest, CreateNamesLabelsAndJoinsThePod) {
@@ -357,6 +365,10 @@ TEST_F(ContainerServiceTest, ExecSyncPastItsTimeoutIsDeadlineExceeded) {
   EXPECT_EQ(status.code(), absl::StatusCode::kDeadlineExceeded);
   EXPECT_THAT(status.message(), HasSubstr("timed out after 1s"));
   EXPECT_LT(absl::Now() - start, absl::Seconds(3));
+  // Docker cannot stop an exec; the shim kills the process by its host PID.
+  ASSERT_EQ(signalled_.size(), 1u);
+  EXPECT_GT(signalled_[0].first, 0);
+  EXPECT_EQ(signalled_[0].second, SIGKILL);
 }
 
 TEST_F(ContainerServiceTest, ExecSyncCapsHugeOutput) {

@@ -377,7 +377,7 @@ absl::StatusOr<std::string> FakeDockerClient::CreateExec(const common::Context&,
         absl::StrCat("create exec in container ", container_id, ": Container ", found, " is not running"));
   }
   const std::string id = absl::StrCat("exec", next_id_++);
-  execs_[id] = FakeExec{found, config.cmd, std::nullopt};
+  execs_[id] = FakeExec{found, config.cmd, std::nullopt, 5000 + next_id_};
   return id;
 }
 
@@ -410,6 +410,7 @@ absl::StatusOr<dockerclient::ExecInspect> FakeDockerClient::InspectExec(const co
   dockerclient::ExecInspect inspect;
   inspect.exit_code = it->second.exit_code;
   inspect.running = !it->second.exit_code.has_value();
+  inspect.pid = it->second.pid;
   return inspect;
 }
 

@@ -93,6 +93,7 @@ class FakeDockerClient : public dockerclient::DockerClient {
     std::string container_id;
     std::vector<std::string> cmd;
     std::optional<int> exit_code;  // set once run
+    int pid = 0;                   // "host PID" of the exec process
   };
   std::map<std::string, FakeExec> execs_;
   std::function<ExecScript(const std::string&, const std::vector<std::string>&)> on_exec_;

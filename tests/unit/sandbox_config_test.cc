@@ -79,7 +79,8 @@ TEST(SandboxConfigBody, Minimal) {
   EXPECT_EQ(h["NetworkMode"], "none");
   EXPECT_EQ(h["IpcMode"], "shareable");
   EXPECT_EQ(h["OomScoreAdj"], -998);
-  for (const char* absent : {"PidMode", "CgroupParent", "Sysctls", "Runtime", "SecurityOpt", "Privileged",
+  EXPECT_EQ(h["SecurityOpt"], nlohmann::json({"seccomp=unconfined"}));  // Kubernetes' meaning of unset
+  for (const char* absent : {"PidMode", "CgroupParent", "Sysctls", "Runtime", "Privileged",
                              "ReadonlyRootfs", "GroupAdd", "PortBindings", "Dns", "DnsSearch", "DnsOptions",
                              "Memory", "CpuShares"}) {
     EXPECT_FALSE(h.contains(absent)) << absent;
@@ -519,7 +520,7 @@ TEST_P(SandboxConfigSeccompPath, DeprecatedField) {
 
 INSTANTIATE_TEST_SUITE_P(
     SandboxConfig, SandboxConfigSeccompPath,
-    ::testing::Values(DeprecatedSeccompCase{"empty", "", {}, ""},
+    ::testing::Values(DeprecatedSeccompCase{"empty", "", {"seccomp=unconfined"}, ""},
                       DeprecatedSeccompCase{"runtime_default", "runtime/default", {}, ""},
                       DeprecatedSeccompCase{"docker_default", "docker/default", {}, ""},
                       DeprecatedSeccompCase{"unconfined", "unconfined", {"seccomp=unconfined"}, ""},
@@ -547,10 +548,11 @@ TEST(SandboxConfigSecurity, SELinux) {
   se->set_level("s0:c1,c2");
   EXPECT_EQ(MustBody(c, Params())["HostConfig"]["SecurityOpt"],
             nlohmann::json({"label=user:system_u", "label=role:system_r", "label=type:container_t",
-                            "label=level:s0:c1,c2"}));
+                            "label=level:s0:c1,c2", "seccomp=unconfined"}));
   se->Clear();
   se->set_level("s0:c5");
-  EXPECT_EQ(MustBody(c, Params())["HostConfig"]["SecurityOpt"], nlohmann::json({"label=level:s0:c5"}));
+  EXPECT_EQ(MustBody(c, Params())["HostConfig"]["SecurityOpt"],
+            nlohmann::json({"label=level:s0:c5", "seccomp=unconfined"}));
 }
 
 class SandboxConfigAppArmor : public ::testing::TestWithParam<ProfileCase> {};
@@ -558,6 +560,7 @@ class SandboxConfigAppArmor : public ::testing::TestWithParam<ProfileCase> {};
 TEST_P(SandboxConfigAppArmor, Profiles) {
   const ProfileCase& tc = GetParam();
   PodSandboxConfig c = MinimalConfig();
+  Sc(c)->mutable_seccomp()->set_profile_type(SecurityProfile::RuntimeDefault);  // no seccomp option
   Sc(c)->mutable_apparmor()->set_profile_type(tc.type);
   Sc(c)->mutable_apparmor()->set_localhost_ref(tc.ref);
   absl::StatusOr<nlohmann::json> b = MakeSandboxCreateBody(c, Params());
