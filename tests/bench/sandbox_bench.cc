@@ -8,7 +8,11 @@
 //     ADD/DEL timed alone, so the network's share of RunPodSandbox shows;
 //   - the CPU cost of decoding one pod's inspect body (json::parse, the
 //     ContainerInspect conversion, the deep copy into ContainerInspect::raw).
-// 20 pods (k8s_POD_bench-<i>_dsbench_...) stay up while status and list are measured.
+//   - the container RPCs kubelet calls most: ContainerStatus vs InspectContainer,
+//     ListContainers vs Docker's list with the same filter, and ExecSync (what an
+//     exec probe costs) vs Docker's exec create + start + inspect.
+// 20 pods (k8s_POD_bench-<i>_dsbench_...), each with one running busybox container
+// (k8s_bctr_bench-<i>_...), stay up while status, list and exec are measured.
 //
 // Isolation: before anything else the process moves its main thread into a new,
 // private network namespace (unshare), where the CNI bridge "dsbench0"
@@ -54,7 +58,9 @@ namespace v1 = shim::v1;
 
 constexpr int kPods = 20;
 constexpr char kNamespace[] = "dsbench";
-constexpr char kNamePrefix[] = "k8s_POD_bench-";  // every container this bench creates
+constexpr char kNamePrefix[] = "k8s_POD_bench-";  // every infra container this bench creates
+constexpr char kAppNamePrefix[] = "k8s_bctr_bench-";  // every app container this bench creates
+constexpr char kAppName[] = "bctr";
 constexpr char kBenchLabel[] = "dsbench";
 constexpr absl::Duration kCallTimeout = absl::Seconds(60);
 
@@ -67,9 +73,12 @@ struct Env {
   std::string api_prefix;
   nlohmann::json raw_create_body;  // the infra container body the shim would send, minus its labels
   std::vector<std::string> pods;   // IDs of the kPods standing sandboxes
+  std::vector<std::string> containers;  // one running app container per pod
   std::string list_query;          // the ListContainers query the shim sends for ListPodSandbox
   std::string inspect_body;        // one pod's /containers/<id>/json, for the decode benchmarks
+  std::string container_list_query;  // the ListContainers query the shim sends for ListContainers
   int next = 0;                    // round robin over pods
+  int next_container = 0;          // round robin over containers
   int serial = 0;                  // unique names for cycle pods
 };
 
@@ -193,6 +202,88 @@ std::string ClientList() {
 
 std::string RawList() { return RawGet(env->list_query); }
 std::string RawListParse() { return RawGet(env->list_query, true); }
+
+const std::string& NextContainer() { return env->containers[env->next_container++ % env->containers.size()]; }
+
+std::string CreateAppContainer(const std::string& pod_id, int i) {
+  v1::CreateContainerRequest req;
+  req.set_pod_sandbox_id(pod_id);
+  *req.mutable_sandbox_config() = PodConfig(absl::StrCat("bench-", i), "unused");
+  v1::ContainerConfig& c = *req.mutable_config();
+  c.mutable_metadata()->set_name(kAppName);
+  c.mutable_image()->set_image(testenv::BusyboxImage());
+  c.add_command("sleep");
+  c.add_args("3600");
+  (*c.mutable_labels())[kBenchLabel] = "1";
+  auto created = env->service->CreateContainer(Ctx(), req);
+  if (!created.ok()) return "CreateContainer: " + created.status().ToString();
+  v1::StartContainerRequest start;
+  start.set_container_id(created->container_id());
+  if (auto s = env->service->StartContainer(Ctx(), start); !s.ok()) return "StartContainer: " + s.status().ToString();
+  env->containers.push_back(created->container_id());
+  return "";
+}
+
+std::string ShimContainerStatus() {
+  v1::ContainerStatusRequest req;
+  req.set_container_id(NextContainer());
+  auto resp = env->service->ContainerStatus(Ctx(), req);
+  if (!resp.ok()) return resp.status().ToString();
+  if (resp->status().state() != v1::CONTAINER_RUNNING) return "ContainerStatus: not running";
+  return "";
+}
+
+std::string ClientInspectContainer() {
+  auto c = env->docker->InspectContainer(Ctx(), NextContainer());
+  if (!c.ok()) return c.status().ToString();
+  benchmark::DoNotOptimize(c->id.data());
+  return "";
+}
+
+std::string ShimListContainers() {
+  v1::ListContainersRequest req;
+  (*req.mutable_filter()->mutable_label_selector())[kBenchLabel] = "1";
+  auto resp = env->service->ListContainers(Ctx(), req);
+  if (!resp.ok()) return resp.status().ToString();
+  if (resp->containers_size() != kPods)
+    return absl::StrCat("ListContainers: ", resp->containers_size(), " containers, want ", kPods);
+  return "";
+}
+
+std::string ClientListContainers() {
+  dockerclient::ListContainersOptions options;
+  options.all = true;
+  options.label_filter = {{kBenchLabel, "1"}, {shim::kContainerTypeLabel, shim::kContainerTypeContainer}};
+  auto list = env->docker->ListContainers(Ctx(), options);
+  if (!list.ok()) return list.status().ToString();
+  if (list->size() != kPods) return absl::StrCat("docker list: ", list->size(), " containers, want ", kPods);
+  return "";
+}
+
+std::string RawListContainers() { return RawGet(env->container_list_query); }
+
+std::string ShimExecSync() {
+  v1::ExecSyncRequest req;
+  req.set_container_id(NextContainer());
+  req.add_cmd("true");
+  req.set_timeout(10);
+  auto resp = env->service->ExecSync(Ctx(), req);
+  if (!resp.ok()) return "ExecSync: " + resp.status().ToString();
+  if (resp->exit_code() != 0) return absl::StrCat("ExecSync: exit code ", resp->exit_code());
+  return "";
+}
+
+// What ExecSync needs of Docker at least: exec create, start (output to EOF), inspect.
+std::string ClientExec() {
+  dockerclient::ExecConfig config;
+  config.cmd = {"true"};
+  auto id = env->docker->CreateExec(Ctx(), NextContainer(), config);
+  if (!id.ok()) return "exec create: " + id.status().ToString();
+  if (absl::Status s = env->docker->RunExec(Ctx(), *id, false, {}); !s.ok()) return "exec start: " + s.ToString();
+  auto inspect = env->docker->InspectExec(Ctx(), *id);
+  if (!inspect.ok()) return "exec inspect: " + inspect.status().ToString();
+  return "";
+}
 
 // docker create + start of the shim's infra container body (no CNI, no checkpoint),
 // then stop + rm; each step recorded.
@@ -353,6 +444,20 @@ void BM_Decode_JsonCopy(benchmark::State& state) {
   });
 }
 
+void BM_Compare_ContainerStatus(benchmark::State& s) {
+  bench::Compare(s, {{"cmp ContainerStatus: shim", ShimContainerStatus},
+                     {"cmp ContainerStatus: DockerClientImpl inspect", ClientInspectContainer}});
+}
+void BM_Compare_ListContainers(benchmark::State& s) {
+  bench::Compare(s, {{"cmp ListContainers: shim", ShimListContainers},
+                     {"cmp ListContainers: DockerClientImpl list", ClientListContainers},
+                     {"cmp ListContainers: raw HTTP list", RawListContainers}});
+}
+void BM_Compare_ExecSync(benchmark::State& s) {
+  bench::Compare(s, {{"cmp ExecSync: shim", ShimExecSync},
+                     {"cmp ExecSync: DockerClientImpl create+start+inspect", ClientExec}});
+}
+
 #define BENCH(fn) BENCHMARK(fn)->UseRealTime()->Unit(benchmark::kMicrosecond)
 BENCH(BM_Decode_JsonParse);
 BENCH(BM_Decode_ParseContainerInspect);
@@ -365,10 +470,13 @@ BENCH(BM_ListPodSandbox_Shim);
 BENCH(BM_ListContainers_Client);
 BENCH(BM_ListContainers_RawHttp);
 BENCH(BM_Compare_List);
+BENCH(BM_Compare_ContainerStatus);
+BENCH(BM_Compare_ListContainers);
+BENCH(BM_Compare_ExecSync);
 
 // --- Setup and cleanup. --------------------------------------------------------------
 
-// Removes every container named k8s_POD_bench-*, whoever left it.
+// Removes every container named k8s_POD_bench-* or k8s_bctr_bench-*, whoever left it.
 void RemoveBenchContainers(dockerclient::DockerClient& docker) {
   dockerclient::ListContainersOptions all;
   all.all = true;
@@ -380,7 +488,7 @@ void RemoveBenchContainers(dockerclient::DockerClient& docker) {
   for (const auto& c : *list) {
     for (std::string name : c.names) {
       if (absl::StartsWith(name, "/")) name.erase(0, 1);
-      if (!absl::StartsWith(name, kNamePrefix)) continue;
+      if (!absl::StartsWith(name, kNamePrefix) && !absl::StartsWith(name, kAppNamePrefix)) continue;
       absl::Status s = docker.RemoveContainer(Ctx(), c.id, /*force=*/true);
       if (!s.ok() && !absl::IsNotFound(s))
         std::fprintf(stderr, "sandbox_bench: cleanup: remove %s: %s\n", name.c_str(), s.ToString().c_str());
@@ -397,6 +505,7 @@ void Cleanup(Env& e) {
       if (!err.empty()) std::fprintf(stderr, "sandbox_bench: cleanup: %s\n", err.c_str());
     }
     e.pods.clear();
+    e.containers.clear();  // removed with their pods
   }
   if (e.docker) RemoveBenchContainers(*e.docker);
   if (!e.dir.empty()) {
@@ -466,6 +575,9 @@ std::string Setup(Env& e) {
   filters["label"] = nlohmann::json::array(
       {absl::StrCat(kBenchLabel, "=1"), absl::StrCat(shim::kContainerTypeLabel, "=", shim::kContainerTypeSandbox)});
   e.list_query = "/containers/json?all=1&filters=" + Escape(filters.dump());
+  filters["label"] = nlohmann::json::array(
+      {absl::StrCat(kBenchLabel, "=1"), absl::StrCat(shim::kContainerTypeLabel, "=", shim::kContainerTypeContainer)});
+  e.container_list_query = "/containers/json?all=1&filters=" + Escape(filters.dump());
 
   const auto t0 = bench::Clock::now();
   for (int i = 0; i < kPods; ++i) {
@@ -474,11 +586,14 @@ std::string Setup(Env& e) {
         !err.empty())
       return err;
     e.pods.push_back(id);
+    if (std::string err = CreateAppContainer(id, i); !err.empty()) return err;
   }
-  std::printf("sandbox_bench: dockerd API %s, %d pods up in %.0f ms (serially), private netns, bridge dsbench0\n",
+  std::printf("sandbox_bench: dockerd API %s, %d pods with a container each up in %.0f ms (serially), private netns, "
+              "bridge dsbench0\n",
               api->c_str(), kPods, Since(t0) / 1000.0);
   // Warm every path once.
-  for (auto op : {ShimStatus, ClientInspect, RawInspect, ShimList, ClientList, RawList})
+  for (auto op : {ShimStatus, ClientInspect, RawInspect, ShimList, ClientList, RawList, ShimContainerStatus,
+                  ClientInspectContainer, ShimListContainers, ClientListContainers, ShimExecSync, ClientExec})
     if (std::string err = op(); !err.empty()) return "warm-up: " + err;
   std::string error;
   if (e.raw->Get(e.api_prefix + "/containers/" + e.pods.front() + "/json", &e.inspect_body, &error) != 200)
@@ -554,6 +669,12 @@ int main(int argc, char** argv) {
        "cmp ListPodSandbox: raw HTTP list + json::parse", 0},
       {"ListPodSandbox: shim / DockerClientImpl (separate runs)", "ListPodSandbox: shim",
        "ListContainers: DockerClientImpl", 0},
+      {"ContainerStatus: shim / DockerClientImpl inspect (side by side)", "cmp ContainerStatus: shim",
+       "cmp ContainerStatus: DockerClientImpl inspect", 0},
+      {"ListContainers: shim / DockerClientImpl list (side by side)", "cmp ListContainers: shim",
+       "cmp ListContainers: DockerClientImpl list", 1.1},
+      {"ExecSync: shim / DockerClientImpl exec create+start+inspect (side by side)", "cmp ExecSync: shim",
+       "cmp ExecSync: DockerClientImpl create+start+inspect", 0},
       {"RunPodSandbox / raw docker create+start", "shim: RunPodSandbox", "raw: docker create+start", 0},
       {"StopPodSandbox / raw docker stop", "shim: StopPodSandbox", "raw: docker stop", 0},
       {"RemovePodSandbox / raw docker rm", "shim: RemovePodSandbox", "raw: docker rm", 0},
@@ -562,7 +683,7 @@ int main(int argc, char** argv) {
   });
 
   const auto& s = bench::Samples();
-  for (const char* key : {"PodSandboxStatus: shim", "cmp PodSandboxStatus: shim"}) {
+  for (const char* key : {"PodSandboxStatus: shim", "cmp PodSandboxStatus: shim", "cmp ContainerStatus: shim"}) {
     auto it = s.find(key);
     if (it == s.end() || it->second.empty()) continue;
     const double p50 = bench::Percentile(it->second, 50) / 1000.0, p99 = bench::Percentile(it->second, 99) / 1000.0;

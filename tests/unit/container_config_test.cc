@@ -3,16 +3,18 @@
 #include <gmock/gmock.h>
 #include <gtest/gtest.h>
 
-#include <cstdio>
-#include <fstream>
 #include <optional>
 #include <string>
 #include <vector>
 
 #include "shim/naming.h"
+#include "tests/unit/config_test_util.h"
 
 namespace shim {
 namespace {
+
+using testutil::ExpectInvalid;
+using testutil::TempFile;
 
 using ::testing::HasSubstr;
 using runtime::v1::ContainerConfig;
@@ -72,11 +74,6 @@ absl::Status BodyStatus(const ContainerConfig& c, const ContainerCreateParams& p
   return MakeContainerCreateBody(c, Sandbox(), p).status();
 }
 
-void ExpectInvalid(const absl::Status& s, const std::string& fragment) {
-  EXPECT_EQ(s.code(), absl::StatusCode::kInvalidArgument) << s;
-  EXPECT_THAT(std::string(s.message()), HasSubstr(fragment));
-}
-
 // Expects `key` in `obj` to equal `want`, or to be absent when `want` is null.
 void ExpectField(const json& obj, const std::string& key, const json& want) {
   if (want.is_null()) {
@@ -85,21 +82,6 @@ void ExpectField(const json& obj, const std::string& key, const json& want) {
     EXPECT_EQ(obj.value(key, json()), want) << key;
   }
 }
-
-// A file under the test's temp dir, removed at scope exit.
-class TempFile {
- public:
-  TempFile(const std::string& name, const std::string& content)
-      : dir_(::testing::TempDir()), path_(dir_ + (dir_.empty() || dir_.back() != '/' ? "/" : "") + name) {
-    std::ofstream(path_) << content;
-  }
-  ~TempFile() { std::remove(path_.c_str()); }
-  const std::string& path() const { return path_; }
-  std::string dir() const { return path_.substr(0, path_.rfind('/')); }
-
- private:
-  std::string dir_, path_;
-};
 
 // ---------------------------------------------------------------------------
 // Basics

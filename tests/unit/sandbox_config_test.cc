@@ -3,13 +3,16 @@
 #include <gmock/gmock.h>
 #include <gtest/gtest.h>
 
-#include <cstdio>
-#include <fstream>
 #include <string>
 #include <vector>
 
+#include "tests/unit/config_test_util.h"
+
 namespace shim {
 namespace {
+
+using testutil::ExpectInvalid;
+using testutil::TempFile;
 
 using ::testing::HasSubstr;
 using runtime::v1::NamespaceMode;
@@ -44,26 +47,6 @@ nlohmann::json MustBody(const PodSandboxConfig& c, const SandboxCreateParams& p)
   EXPECT_TRUE(body.ok()) << body.status();
   return body.ok() ? *body : nlohmann::json::object();
 }
-
-void ExpectInvalid(const absl::Status& s, const std::string& fragment) {
-  EXPECT_EQ(s.code(), absl::StatusCode::kInvalidArgument) << s;
-  EXPECT_THAT(std::string(s.message()), HasSubstr(fragment));
-}
-
-// A file under the test's temp dir, removed at scope exit.
-class TempFile {
- public:
-  TempFile(const std::string& name, const std::string& content)
-      : dir_(::testing::TempDir()), path_(dir_ + (dir_.empty() || dir_.back() != '/' ? "/" : "") + name) {
-    std::ofstream(path_) << content;
-  }
-  ~TempFile() { std::remove(path_.c_str()); }
-  const std::string& path() const { return path_; }
-  std::string dir() const { return path_.substr(0, path_.rfind('/')); }
-
- private:
-  std::string dir_, path_;
-};
 
 // ---------------------------------------------------------------------------
 // Basics
