@@ -79,6 +79,9 @@ class DockerClient {
   virtual absl::Status StopContainer(const common::Context& ctx, const std::string& id,
                                      const StopOptions& options) = 0;
   virtual absl::Status RemoveContainer(const common::Context& ctx, const std::string& id, bool force) = 0;
+  // POST /containers/{id}/update: `resources` holds HostConfig resource fields.
+  virtual absl::Status UpdateContainer(const common::Context& ctx, const std::string& id,
+                                       const nlohmann::json& resources) = 0;
 
   // Exec. CreateExec fails with FAILED_PRECONDITION when the container is not running.
   virtual absl::StatusOr<std::string> CreateExec(const common::Context& ctx, const std::string& container_id,

@@ -380,6 +380,22 @@ absl::Status DockerClientImpl::RemoveContainer(const common::Context& ctx, const
   return absl::OkStatus();
 }
 
+absl::Status DockerClientImpl::UpdateContainer(const common::Context& ctx, const std::string& id,
+                                               const json& resources) {
+  const std::string operation = absl::StrCat("update container ", id);
+  ASSIGN_OR_RETURN(HttpResponse response, Call(ctx, operation, "POST",
+                                               absl::StrCat("/containers/", Escape(id), "/update"), Dump(resources)));
+  if (response.status != 200) return HttpError(response.status, response.body, operation);
+  if (auto body = ParseBody(response, operation); body.ok() && body->is_object()) {
+    if (const auto warnings = body->find("Warnings"); warnings != body->end() && warnings->is_array()) {
+      for (const json& warning : *warnings) {
+        if (warning.is_string()) LOG_WARN << operation << ": " << warning.get<std::string>();
+      }
+    }
+  }
+  return absl::OkStatus();
+}
+
 absl::StatusOr<std::string> DockerClientImpl::CreateExec(const common::Context& ctx, const std::string& container_id,
                                                          const ExecConfig& config) {
   const std::string operation = absl::StrCat("create exec in container ", container_id);

@@ -272,7 +272,10 @@ absl::StatusOr<std::optional<int64_t>> MemorySwap(const LinuxContainerResources&
   return std::optional<int64_t>(memory + swap);
 }
 
-absl::Status AddResources(const LinuxContainerResources& r, int oom_score_adj_floor, nlohmann::json& host) {
+}  // namespace
+
+absl::StatusOr<nlohmann::json> MakeResourceLimits(const LinuxContainerResources& r) {
+  nlohmann::json host = nlohmann::json::object();
   if (r.cpu_period() != 0) host["CpuPeriod"] = r.cpu_period();
   if (r.cpu_quota() != 0) host["CpuQuota"] = r.cpu_quota();
   if (r.cpu_shares() != 0) host["CpuShares"] = r.cpu_shares();
@@ -293,6 +296,14 @@ absl::Status AddResources(const LinuxContainerResources& r, int oom_score_adj_fl
   // sets them on the pod's cgroup, which holds the container. Other unified keys
   // (MemoryQoS's memory.min/high...) have no Docker field either; the kubelet
   // sends them unasked, so refusing them would fail pods that work elsewhere.
+  return host;
+}
+
+namespace {
+
+absl::Status AddResources(const LinuxContainerResources& r, int oom_score_adj_floor, nlohmann::json& host) {
+  ASSIGN_OR_RETURN(nlohmann::json limits, MakeResourceLimits(r));
+  host.update(limits);
   if (r.oom_score_adj() < -1000 || r.oom_score_adj() > 1000) {
     return Invalid(absl::StrCat("linux.resources.oom_score_adj: ", r.oom_score_adj(), " is outside -1000..1000"));
   }

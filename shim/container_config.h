@@ -32,4 +32,10 @@ absl::StatusOr<nlohmann::json> MakeContainerCreateBody(const runtime::v1::Contai
                                                        const runtime::v1::PodSandboxConfig& sandbox_config,
                                                        const ContainerCreateParams& params);
 
+// The cgroup limits of linux.resources as Docker HostConfig fields (CpuPeriod,
+// CpuQuota, CpuShares, CpusetCpus, CpusetMems, Memory, MemorySwap); zero values are
+// left out. Shared by create and UpdateContainerResources (Docker cannot change
+// oom_score_adj of a container). INVALID_ARGUMENT naming the field for bad values.
+absl::StatusOr<nlohmann::json> MakeResourceLimits(const runtime::v1::LinuxContainerResources& resources);
+
 }  // namespace shim

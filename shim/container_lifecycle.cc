@@ -1,6 +1,7 @@
 // CreateContainer, StartContainer, StopContainer, RemoveContainer. Containers join
 // their pod's infra container namespaces; the CRI log path is a symlink to Docker's
 // json log file, as cri-dockerd makes it, so kubelet and crictl read the same logs.
+#include <algorithm>
 #include <filesystem>
 #include <system_error>
 
@@ -159,6 +160,23 @@ absl::StatusOr<v1::StartContainerResponse> CriService::StartContainer(const comm
     }
   }
   return v1::StartContainerResponse();
+}
+
+absl::StatusOr<v1::UpdateContainerResourcesResponse> CriService::UpdateContainerResources(
+    const common::Context& ctx, const v1::UpdateContainerResourcesRequest& req) {
+  RETURN_IF_ERROR(RequireContainerId(req.container_id(), "UpdateContainerResources"));
+  // Windows resources do not apply on a Linux node; nothing asked, nothing to do.
+  if (!req.has_linux()) return v1::UpdateContainerResourcesResponse();
+  ASSIGN_OR_RETURN(nlohmann::json limits, MakeResourceLimits(req.linux()));
+  ASSIGN_OR_RETURN(dockerclient::ContainerInspect container, InspectCriContainer(ctx, req.container_id()));
+  if (limits.empty()) return v1::UpdateContainerResourcesResponse();
+  const int64_t wanted_oom = std::max<int64_t>(req.linux().oom_score_adj(), oom_.lowest_permitted());
+  if (wanted_oom != container.resources.oom_score_adj) {
+    LOG_WARN << "UpdateContainerResources " << container.id << ": Docker cannot change oom_score_adj of a "
+             << "created container; keeping " << container.resources.oom_score_adj;
+  }
+  RETURN_IF_ERROR(common::Annotate(docker_.UpdateContainer(ctx, container.id, limits), "update container resources"));
+  return v1::UpdateContainerResourcesResponse();
 }
 
 absl::StatusOr<v1::StopContainerResponse> CriService::StopContainer(const common::Context& ctx,

@@ -88,6 +88,8 @@ class CriService {
                                                           const v1::StopContainerRequest& req);
   absl::StatusOr<v1::RemoveContainerResponse> RemoveContainer(const common::Context& ctx,
                                                               const v1::RemoveContainerRequest& req);
+  absl::StatusOr<v1::UpdateContainerResourcesResponse> UpdateContainerResources(
+      const common::Context& ctx, const v1::UpdateContainerResourcesRequest& req);
   // container_status.cc
   absl::StatusOr<v1::ContainerStatusResponse> ContainerStatus(const common::Context& ctx,
                                                               const v1::ContainerStatusRequest& req);

@@ -140,7 +140,7 @@ grpc::Status RuntimeServiceImpl::ContainerStatus(grpc::ServerContext* ctx, const
 }
 
 grpc::Status RuntimeServiceImpl::UpdateContainerResources(grpc::ServerContext* ctx, const v1::UpdateContainerResourcesRequest* req, v1::UpdateContainerResourcesResponse* resp) {
-  return Unimplemented("UpdateContainerResources");
+  return Handle("UpdateContainerResources", Bounded(ctx, options_), *req, resp, [&](const common::Context& c, const auto& r) { return service_.UpdateContainerResources(c, r); });
 }
 
 grpc::Status RuntimeServiceImpl::ReopenContainerLog(grpc::ServerContext* ctx, const v1::ReopenContainerLogRequest* req, v1::ReopenContainerLogResponse* resp) {

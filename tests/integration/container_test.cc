@@ -212,6 +212,29 @@ TEST_F(ContainerIntegration, ContainerThatCannotRunSaysWhy) {
   EXPECT_THAT(status->message(), HasSubstr("/no/such/binary"));
 }
 
+TEST_F(ContainerIntegration, UpdateResourcesReachesTheContainersCgroup) {
+  v1::ContainerConfig config = Busybox("app", {"sleep", "600"});
+  config.mutable_linux()->mutable_resources()->set_memory_limit_in_bytes(64 << 20);
+  auto p = RunPodWith(Pod("resize"), config);
+  ASSERT_TRUE(p.ok()) << p.status();
+  v1::UpdateContainerResourcesRequest req;
+  req.set_container_id(p->container_id);
+  req.mutable_linux()->set_memory_limit_in_bytes(96 << 20);
+  req.mutable_linux()->set_cpu_shares(256);
+  auto updated = service_->UpdateContainerResources(ctx_, req);
+  ASSERT_TRUE(updated.ok()) << updated.status();
+  auto status = ContainerStatus(p->container_id);
+  ASSERT_TRUE(status.ok()) << status.status();
+  EXPECT_EQ(status->resources().linux().memory_limit_in_bytes(), 96 << 20);
+  EXPECT_EQ(status->resources().linux().cpu_shares(), 256);
+  // What the kernel enforces (cgroup v2 or v1), read from inside the container.
+  auto limit = Exec(p->container_id, {"sh", "-c",
+                                      "cat /sys/fs/cgroup/memory.max 2>/dev/null || "
+                                      "cat /sys/fs/cgroup/memory/memory.limit_in_bytes"});
+  ASSERT_TRUE(limit.ok()) << limit.status();
+  EXPECT_EQ(limit->stdout(), absl::StrCat(96 << 20, "\n"));
+}
+
 TEST_F(ContainerIntegration, ExecTimeoutIsDeadlineExceeded) {
   auto p = RunPodWith(Pod("slow"), Busybox("app", {"sleep", "600"}));
   ASSERT_TRUE(p.ok()) << p.status();

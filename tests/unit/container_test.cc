@@ -333,6 +333,43 @@ TEST_F(ContainerServiceTest, ListFiltersByPodStateLabelAndIdPrefix) {
   EXPECT_THAT(ListIds(other_pod), IsEmpty());
 }
 
+TEST_F(ContainerServiceTest, UpdateResourcesChangesLimitsAndStatusShowsThem) {
+  auto id = Create(Config());
+  ASSERT_TRUE(id.ok());
+  ASSERT_TRUE(Start(*id).ok());
+  v1::UpdateContainerResourcesRequest req;
+  req.set_container_id(*id);
+  req.mutable_linux()->set_cpu_shares(512);
+  req.mutable_linux()->set_cpu_quota(50000);
+  req.mutable_linux()->set_cpu_period(100000);
+  req.mutable_linux()->set_memory_limit_in_bytes(256 << 20);
+  ASSERT_TRUE(service_->UpdateContainerResources(ctx_, req).ok());
+  const nlohmann::json host = docker_.Containers().at(*id).create_body["HostConfig"];
+  EXPECT_EQ(host["CpuShares"], 512);
+  EXPECT_EQ(host["Memory"], 256 << 20);
+  EXPECT_EQ(host["MemorySwap"], 256 << 20);  // no swap, as at create
+  auto status = Status(*id);
+  ASSERT_TRUE(status.ok()) << status.status();
+  EXPECT_EQ(status->resources().linux().cpu_shares(), 512);
+  EXPECT_EQ(status->resources().linux().cpu_quota(), 50000);
+  EXPECT_EQ(status->resources().linux().memory_limit_in_bytes(), 256 << 20);
+}
+
+TEST_F(ContainerServiceTest, UpdateResourcesRejectsBadInputAndUnknownContainers) {
+  auto id = Create(Config());
+  ASSERT_TRUE(id.ok());
+  v1::UpdateContainerResourcesRequest req;
+  req.set_container_id(*id);
+  req.mutable_linux()->set_memory_limit_in_bytes(-1);
+  EXPECT_EQ(service_->UpdateContainerResources(ctx_, req).status().code(), absl::StatusCode::kInvalidArgument);
+  req.mutable_linux()->set_memory_limit_in_bytes(1 << 20);
+  req.set_container_id("no-such-container");
+  EXPECT_EQ(service_->UpdateContainerResources(ctx_, req).status().code(), absl::StatusCode::kNotFound);
+  req.set_container_id(sandbox_id_);  // the infra container is not a CRI container
+  EXPECT_EQ(service_->UpdateContainerResources(ctx_, req).status().code(), absl::StatusCode::kNotFound);
+  EXPECT_EQ(docker_.CallCount("UpdateContainer"), 0);
+}
+
 TEST_F(ContainerServiceTest, ExecSyncReturnsOutputAndExitCode) {
   auto id = Create(Config());
   ASSERT_TRUE(id.ok());

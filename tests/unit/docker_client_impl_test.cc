@@ -458,6 +458,19 @@ TEST(DockerClientImplTest, ExecWithTtyPassesTheStreamThrough) {
   EXPECT_EQ(out, "raw \x01 bytes");
 }
 
+TEST(DockerClientImplTest, UpdateSendsResourcesAndMapsErrors) {
+  FakeDockerd dockerd;
+  dockerd.On("POST /v1.41/containers/c1/update", [](auto&) { return Json(200, R"({"Warnings":[]})"); });
+  dockerd.On("POST /v1.41/containers/gone/update",
+             [](auto&) { return Json(404, R"({"message":"No such container: gone"})"); });
+  auto client = dockerd.Client();
+  ASSERT_TRUE(client->UpdateContainer(Ctx(), "c1", json{{"Memory", 1024}, {"CpuShares", 2}}).ok());
+  EXPECT_EQ(json::parse(dockerd.requests().back().body), json({{"Memory", 1024}, {"CpuShares", 2}}));
+  const absl::Status gone = client->UpdateContainer(Ctx(), "gone", json{{"Memory", 1024}});
+  EXPECT_EQ(gone.code(), absl::StatusCode::kNotFound);
+  EXPECT_EQ(gone.message(), "update container gone: No such container: gone");
+}
+
 TEST(DockerClientImplTest, ExecInStoppedContainerIsFailedPrecondition) {
   FakeDockerd dockerd;
   dockerd.On("POST /v1.41/containers/c1/exec",

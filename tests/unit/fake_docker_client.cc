@@ -11,6 +11,22 @@
 
 namespace testing_fakes {
 
+namespace {
+
+// The resource fields of a HostConfig, as Docker's inspect then reports them.
+void ApplyResources(const nlohmann::json& host, dockerclient::ContainerResources& r) {
+  r.cpu_period = host.value("CpuPeriod", r.cpu_period);
+  r.cpu_quota = host.value("CpuQuota", r.cpu_quota);
+  r.cpu_shares = host.value("CpuShares", r.cpu_shares);
+  r.cpuset_cpus = host.value("CpusetCpus", r.cpuset_cpus);
+  r.cpuset_mems = host.value("CpusetMems", r.cpuset_mems);
+  r.memory = host.value("Memory", r.memory);
+  r.memory_swap = host.value("MemorySwap", r.memory_swap);
+  r.oom_score_adj = host.value("OomScoreAdj", r.oom_score_adj);
+}
+
+}  // namespace
+
 std::string FakeNormalize(const std::string& ref) {
   std::string name = ref, suffix;
   if (auto at = name.find('@'); at != std::string::npos) {
@@ -305,6 +321,7 @@ absl::StatusOr<std::string> FakeDockerClient::CreateContainer(const common::Cont
     c.inspect.runtime = body["HostConfig"].value("Runtime", "");
     c.inspect.pid_mode = body["HostConfig"].value("PidMode", "");
     c.inspect.ipc_mode = body["HostConfig"].value("IpcMode", "");
+    ApplyResources(body["HostConfig"], c.inspect.resources);
     c.inspect.raw["HostConfig"] = body["HostConfig"];  // as Docker's inspect echoes it
   }
   c.create_body = body;
@@ -361,6 +378,18 @@ absl::Status FakeDockerClient::RemoveContainer(const common::Context&, const std
   if (containers_.at(found).inspect.state.running && !force)
     return absl::FailedPreconditionError("remove container: container is running");
   containers_.erase(found);
+  return absl::OkStatus();
+}
+
+absl::Status FakeDockerClient::UpdateContainer(const common::Context&, const std::string& id,
+                                               const nlohmann::json& resources) {
+  std::lock_guard lock(mu_);
+  if (auto s = Record("UpdateContainer"); !s.ok()) return s;
+  const std::string found = FindContainerId(id);
+  if (found.empty()) return absl::NotFoundError(absl::StrCat("update container ", id, ": No such container"));
+  FakeContainer& c = containers_.at(found);
+  c.create_body["HostConfig"].update(resources);
+  ApplyResources(resources, c.inspect.resources);
   return absl::OkStatus();
 }
 

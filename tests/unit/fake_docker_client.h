@@ -70,6 +70,9 @@ class FakeDockerClient : public dockerclient::DockerClient {
   absl::Status StopContainer(const common::Context& ctx, const std::string& id,
                              const dockerclient::StopOptions& options) override;
   absl::Status RemoveContainer(const common::Context& ctx, const std::string& id, bool force) override;
+  // Merges `resources` into the container's create body's HostConfig and its inspect.
+  absl::Status UpdateContainer(const common::Context& ctx, const std::string& id,
+                               const nlohmann::json& resources) override;
   absl::StatusOr<std::string> CreateExec(const common::Context& ctx, const std::string& container_id,
                                          const dockerclient::ExecConfig& config) override;
   absl::Status RunExec(const common::Context& ctx, const std::string& exec_id, bool tty,
