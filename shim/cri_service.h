@@ -10,6 +10,7 @@
 #include <memory>
 #include <mutex>
 #include <optional>
+#include <set>
 #include <string>
 
 #include "absl/status/statusor.h"
@@ -126,6 +127,10 @@ class CriService {
 
   // SIGKILLs an ExecSync process still running after its timeout (exec_sync.cc).
   void KillTimedOutExec(const std::string& container_id, const std::string& exec_id, const std::string& command);
+  // Adds the sandboxes known only from their checkpoints (no container among
+  // `present`, Docker's answer to the same ID filter) as NOTREADY.
+  void AppendCheckpointOnlySandboxes(const std::string& id_prefix, const std::set<std::string>& present,
+                                     v1::ListPodSandboxResponse& resp);
   // Inspects `id` (ID or unique prefix); NOT_FOUND unless it is a CRI app container.
   absl::StatusOr<dockerclient::ContainerInspect> InspectCriContainer(const common::Context& ctx,
                                                                      const std::string& id);

@@ -1,5 +1,7 @@
 // PodSandboxStatus and ListPodSandbox. Status costs one inspect; the pod IP comes
 // from the checkpoint (memory after first read), never from entering the netns.
+#include <set>
+
 #include <nlohmann/json.hpp>
 
 #include "absl/strings/match.h"
@@ -148,7 +150,31 @@ absl::StatusOr<v1::ListPodSandboxResponse> CriService::ListPodSandbox(const comm
     SplitLabels(own, sandbox.mutable_labels(), sandbox.mutable_annotations());
     *resp.add_items() = std::move(sandbox);
   }
+  if (filter.label_selector().empty() && (!filter.has_state() || filter.state().state() == v1::SANDBOX_NOTREADY)) {
+    std::set<std::string> present;
+    for (const auto& c : containers) present.insert(c.id);
+    AppendCheckpointOnlySandboxes(filter.id(), present, resp);
+  }
   return resp;
+}
+
+void CriService::AppendCheckpointOnlySandboxes(const std::string& id_prefix, const std::set<std::string>& present,
+                                               v1::ListPodSandboxResponse& resp) {
+  // A pod whose infra container is gone (removed by hand, lost with Docker's state)
+  // still holds its network until StopPodSandbox; listing it NOTREADY, as
+  // cri-dockerd does, lets the kubelet find it and clean up.
+  for (const std::string& id : checkpoints_.List()) {
+    if (present.count(id) > 0 || !absl::StartsWith(id, id_prefix)) continue;
+    absl::StatusOr<SandboxCheckpoint> checkpoint = checkpoints_.Read(id);
+    if (!checkpoint.ok()) continue;
+    v1::PodSandbox sandbox;
+    sandbox.set_id(id);
+    sandbox.mutable_metadata()->set_name(checkpoint->name);
+    sandbox.mutable_metadata()->set_namespace_(checkpoint->namespace_);
+    sandbox.mutable_metadata()->set_uid(checkpoint->uid);
+    sandbox.set_state(v1::SANDBOX_NOTREADY);
+    *resp.add_items() = std::move(sandbox);
+  }
 }
 
 }  // namespace shim

@@ -443,6 +443,9 @@ TEST_F(SandboxIntegration, StopAndRemoveAfterTheContainerWasRemovedBehindTheShim
   ASSERT_TRUE(ShOk("docker rm -f " + *id + " >/dev/null"));
 
   EXPECT_TRUE(absl::IsNotFound(Status(*id).status()));
+  // Listed NOTREADY from its checkpoint, so that the kubelet finds it and cleans up.
+  EXPECT_THAT(List({}, v1::SANDBOX_NOTREADY), Contains(*id));
+  EXPECT_THAT(List({}, v1::SANDBOX_READY), Not(Contains(*id)));
   absl::Status stopped = Stop(*id);
   ASSERT_TRUE(stopped.ok()) << stopped;
   EXPECT_THAT(Reservations(), IsEmpty()) << "the checkpoint says what to tear down";
@@ -450,12 +453,13 @@ TEST_F(SandboxIntegration, StopAndRemoveAfterTheContainerWasRemovedBehindTheShim
   absl::Status removed = Remove(*id);
   ASSERT_TRUE(removed.ok()) << removed;
   EXPECT_THAT(Checkpoints(), IsEmpty());
+  EXPECT_THAT(List({}), Not(Contains(*id)));
 }
 
 // crictl users run the same pod config again after `crictl stopp`, or after its infra
 // container died: Docker still holds a container with that name, which RunPodSandbox
-// replaces. The replaced sandbox's network and checkpoint must not outlive it: once
-// its container is gone nothing (kubelet, ListPodSandbox) will ever name its ID again.
+// replaces. The replaced sandbox's network and checkpoint must not outlive it: its ID
+// is nobody's pod any more, and a checkpoint left behind would list as a ghost pod.
 TEST_F(SandboxIntegration, RunningTheSameConfigAgainReplacesTheDeadSandboxCompletely) {
   const int host_port = FreePort(18000 + n_);
   ASSERT_NE(host_port, 0);

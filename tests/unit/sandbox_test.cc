@@ -754,6 +754,58 @@ TEST_F(SandboxServiceTest, RestartedShimTearsDownNetworkOfAVanishedContainer) {
   ExpectNothingLeft();
 }
 
+TEST_F(SandboxServiceTest, ListShowsASandboxWhoseContainerVanishedAsNotReady) {
+  auto id = Run(PodConfig("web", "prod", "uid-9"));
+  ASSERT_TRUE(id.ok()) << id.status();
+  auto kept = Run(PodConfig("db", "prod", "uid-10"));
+  ASSERT_TRUE(kept.ok()) << kept.status();
+  ASSERT_TRUE(docker_.RemoveContainer(ctx_, *id, /*force=*/true).ok());  // e.g. docker rm -f
+
+  auto all = List();
+  ASSERT_TRUE(all.ok()) << all.status();
+  ASSERT_EQ(all->items_size(), 2);
+  const v1::PodSandbox& gone = all->items(0).id() == *id ? all->items(0) : all->items(1);
+  EXPECT_EQ(gone.id(), *id);
+  EXPECT_EQ(gone.state(), v1::SANDBOX_NOTREADY);
+  EXPECT_EQ(gone.metadata().name(), "web");
+  EXPECT_EQ(gone.metadata().namespace_(), "prod");
+  EXPECT_EQ(gone.metadata().uid(), "uid-9");
+
+  v1::PodSandboxFilter not_ready;
+  not_ready.mutable_state()->set_state(v1::SANDBOX_NOTREADY);
+  auto listed = List(not_ready);
+  ASSERT_TRUE(listed.ok());
+  ASSERT_EQ(listed->items_size(), 1);
+  EXPECT_EQ(listed->items(0).id(), *id);
+  v1::PodSandboxFilter by_prefix;
+  by_prefix.set_id(*id);  // the fake's IDs differ only in their last digit
+  listed = List(by_prefix);
+  ASSERT_TRUE(listed.ok());
+  ASSERT_EQ(listed->items_size(), 1);
+  EXPECT_EQ(listed->items(0).id(), *id);
+  // Checkpoints hold no labels: a selector cannot match them.
+  v1::PodSandboxFilter selected;
+  (*selected.mutable_label_selector())["app"] = "web";
+  listed = List(selected);
+  ASSERT_TRUE(listed.ok());
+  EXPECT_EQ(listed->items_size(), 0);
+  v1::PodSandboxFilter ready;
+  ready.mutable_state()->set_state(v1::SANDBOX_READY);
+  listed = List(ready);
+  ASSERT_TRUE(listed.ok());
+  ASSERT_EQ(listed->items_size(), 1);
+  EXPECT_EQ(listed->items(0).id(), *kept);
+
+  // What the kubelet then does: stop (releases the network) and remove.
+  ASSERT_TRUE(Stop(*id).ok());
+  EXPECT_EQ(TearDownCount(*id), 1);
+  ASSERT_TRUE(Remove(*id).ok());
+  all = List();
+  ASSERT_TRUE(all.ok());
+  ASSERT_EQ(all->items_size(), 1);
+  EXPECT_EQ(all->items(0).id(), *kept);
+}
+
 TEST_F(SandboxServiceTest, CorruptCheckpointDoesNotBlockStopOrRemove) {
   auto id = Run(PodConfig());
   ASSERT_TRUE(id.ok()) << id.status();
