@@ -94,11 +94,11 @@ absl::StatusOr<v1::CreateContainerResponse> CriService::CreateContainer(const co
     ASSIGN_OR_RETURN(*sandbox_config.mutable_metadata(), ParseSandboxName(sandbox.name));
   }
 
-  ASSIGN_OR_RETURN(dockerclient::SystemInfo info, CachedInfo(ctx));
+  ASSIGN_OR_RETURN(std::shared_ptr<const dockerclient::SystemInfo> info, CachedInfo(ctx));
   ContainerCreateParams params;
   params.sandbox_id = sandbox.id;
   params.image = config.image().image();
-  params.cgroup_driver = info.cgroup_driver;
+  params.cgroup_driver = info->cgroup_driver;
   params.docker_runtime = sandbox.runtime;
   if (!sandbox_config.log_directory().empty() && !config.log_path().empty()) {
     params.log_path = (fs::path(sandbox_config.log_directory()) / config.log_path()).string();

@@ -100,8 +100,9 @@ class CriService {
   absl::StatusOr<v1::ExecSyncResponse> ExecSync(const common::Context& ctx, const v1::ExecSyncRequest& req);
 
  private:
-  // Docker's /info changes rarely; cached briefly so Status/RuntimeConfig stay cheap.
-  absl::StatusOr<dockerclient::SystemInfo> CachedInfo(const common::Context& ctx);
+  // Docker's /info changes rarely; cached briefly (and shared, not copied: it holds
+  // the raw JSON) so Status, RuntimeConfig and PodSandboxStatus stay cheap.
+  absl::StatusOr<std::shared_ptr<const dockerclient::SystemInfo>> CachedInfo(const common::Context& ctx);
   bool IsPinned(const std::vector<std::string>& repo_tags) const;
 
   // Sandbox helpers (sandbox_run.cc / sandbox_stop_remove.cc).
@@ -145,7 +146,7 @@ class CriService {
   OomScoreClamp oom_;
 
   mutable std::mutex mu_;
-  std::optional<dockerclient::SystemInfo> info_;
+  std::shared_ptr<const dockerclient::SystemInfo> info_;  // guarded by mu_
   absl::Time info_time_;
   struct FsUsage {
     absl::Time measured_at = absl::InfinitePast();

@@ -47,20 +47,20 @@ DirUsage MeasureDir(const std::filesystem::path& root) {
 
 absl::StatusOr<v1::ImageFsInfoResponse> CriService::ImageFsInfo(const common::Context& ctx,
                                                                 const v1::ImageFsInfoRequest&) {
-  ASSIGN_OR_RETURN(dockerclient::SystemInfo info, CachedInfo(ctx));
-  if (info.docker_root_dir.empty())
+  ASSIGN_OR_RETURN(std::shared_ptr<const dockerclient::SystemInfo> info, CachedInfo(ctx));
+  if (info->docker_root_dir.empty())
     return absl::InternalError("Docker did not report its root directory (DockerRootDir)");
 
   std::lock_guard lock(mu_);
-  if (absl::Now() - fs_usage_.measured_at > kFsUsageCacheTtl || fs_usage_.mountpoint != info.docker_root_dir) {
+  if (absl::Now() - fs_usage_.measured_at > kFsUsageCacheTtl || fs_usage_.mountpoint != info->docker_root_dir) {
     // Image layers and container writable layers live in the storage driver's
     // directory; "image/" holds the metadata.
-    std::filesystem::path root(info.docker_root_dir);
-    DirUsage layers = MeasureDir(root / (info.driver.empty() ? "overlay2" : info.driver));
+    std::filesystem::path root(info->docker_root_dir);
+    DirUsage layers = MeasureDir(root / (info->driver.empty() ? "overlay2" : info->driver));
     DirUsage meta = MeasureDir(root / "image");
     fs_usage_.bytes = layers.bytes + meta.bytes;
     fs_usage_.inodes = layers.inodes + meta.inodes;
-    fs_usage_.mountpoint = info.docker_root_dir;
+    fs_usage_.mountpoint = info->docker_root_dir;
     fs_usage_.measured_at = absl::Now();
   }
 

@@ -14,12 +14,13 @@ constexpr char kRuntimeApiVersion[] = "v1";
 constexpr absl::Duration kInfoCacheTtl = absl::Seconds(10);
 }  // namespace
 
-absl::StatusOr<dockerclient::SystemInfo> CriService::CachedInfo(const common::Context& ctx) {
+absl::StatusOr<std::shared_ptr<const dockerclient::SystemInfo>> CriService::CachedInfo(const common::Context& ctx) {
   {
     std::lock_guard lock(mu_);
-    if (info_ && absl::Now() - info_time_ < kInfoCacheTtl) return *info_;
+    if (info_ && absl::Now() - info_time_ < kInfoCacheTtl) return info_;
   }
-  ASSIGN_OR_RETURN(dockerclient::SystemInfo info, docker_.Info(ctx));
+  ASSIGN_OR_RETURN(dockerclient::SystemInfo fetched, docker_.Info(ctx));
+  auto info = std::make_shared<const dockerclient::SystemInfo>(std::move(fetched));
   std::lock_guard lock(mu_);
   info_ = info;
   info_time_ = absl::Now();
@@ -60,7 +61,7 @@ absl::StatusOr<v1::StatusResponse> CriService::Status(const common::Context& ctx
   if (api.ok()) {
     if (auto info = CachedInfo(ctx); info.ok()) {
       resp.add_runtime_handlers()->set_name("");
-      for (const auto& name : info->runtimes) resp.add_runtime_handlers()->set_name(name);
+      for (const auto& name : (*info)->runtimes) resp.add_runtime_handlers()->set_name(name);
     }
   }
 
@@ -83,9 +84,9 @@ absl::StatusOr<v1::StatusResponse> CriService::Status(const common::Context& ctx
 
 absl::StatusOr<v1::RuntimeConfigResponse> CriService::RuntimeConfig(const common::Context& ctx,
                                                                     const v1::RuntimeConfigRequest&) {
-  ASSIGN_OR_RETURN(dockerclient::SystemInfo info, CachedInfo(ctx));
+  ASSIGN_OR_RETURN(std::shared_ptr<const dockerclient::SystemInfo> info, CachedInfo(ctx));
   v1::RuntimeConfigResponse resp;
-  resp.mutable_linux()->set_cgroup_driver(info.cgroup_driver == "systemd" ? v1::SYSTEMD : v1::CGROUPFS);
+  resp.mutable_linux()->set_cgroup_driver(info->cgroup_driver == "systemd" ? v1::SYSTEMD : v1::CGROUPFS);
   return resp;
 }
 

@@ -21,12 +21,12 @@ constexpr absl::Duration kRollbackTimeout = absl::Seconds(30);
 
 absl::StatusOr<std::string> CriService::DockerRuntimeFor(const common::Context& ctx, const std::string& handler) {
   if (handler.empty()) return std::string();
-  ASSIGN_OR_RETURN(dockerclient::SystemInfo info, CachedInfo(ctx));
-  for (const auto& name : info.runtimes)
+  ASSIGN_OR_RETURN(std::shared_ptr<const dockerclient::SystemInfo> info, CachedInfo(ctx));
+  for (const auto& name : info->runtimes)
     if (name == handler) return handler;
   return absl::InvalidArgumentError(absl::StrCat(
       "runtime handler \"", handler, "\" is not a Docker runtime on this node (Docker knows: ",
-      absl::StrJoin(info.runtimes, ", "), "); add it under \"runtimes\" in /etc/docker/daemon.json"));
+      absl::StrJoin(info->runtimes, ", "), "); add it under \"runtimes\" in /etc/docker/daemon.json"));
 }
 
 absl::Status CriService::EnsurePauseImage(const common::Context& ctx) {
@@ -62,10 +62,10 @@ absl::StatusOr<v1::RunPodSandboxResponse> CriService::RunPodSandbox(const common
 
   // Everything that can be checked without side effects comes first.
   ASSIGN_OR_RETURN(std::string docker_runtime, DockerRuntimeFor(ctx, req.runtime_handler()));
-  ASSIGN_OR_RETURN(dockerclient::SystemInfo info, CachedInfo(ctx));
+  ASSIGN_OR_RETURN(std::shared_ptr<const dockerclient::SystemInfo> info, CachedInfo(ctx));
   SandboxCreateParams params;
   params.image = options_.pod_infra_image;
-  params.cgroup_driver = info.cgroup_driver;
+  params.cgroup_driver = info->cgroup_driver;
   params.docker_runtime = docker_runtime;
   params.network_mode = network_.DockerNetworkMode();
   params.oom_score_adj = oom_.Clamp(kPodInfraOomScoreAdj);

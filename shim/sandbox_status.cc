@@ -99,7 +99,7 @@ absl::StatusOr<v1::PodSandboxStatusResponse> CriService::PodSandboxStatus(const 
   const std::string& runtime = sandbox.runtime;
   if (!runtime.empty()) {
     auto info = CachedInfo(ctx);
-    if (info.ok() && runtime != info->default_runtime) status.set_runtime_handler(runtime);
+    if (info.ok() && runtime != (*info)->default_runtime) status.set_runtime_handler(runtime);
   }
 
   if (req.verbose()) {
