@@ -50,11 +50,6 @@ namespace {
 constexpr char kDockerImageRefPrefix[] = "docker://";
 constexpr char kDockerPullableImageRefPrefix[] = "docker-pullable://";
 
-std::string LabelOr(const dockerclient::Labels& labels, const char* key) {
-  auto it = labels.find(key);
-  return it == labels.end() ? std::string() : it->second;
-}
-
 v1::MountPropagation ToPropagation(const std::string& propagation) {
   if (propagation == "rslave" || propagation == "slave") return v1::PROPAGATION_HOST_TO_CONTAINER;
   if (propagation == "rshared" || propagation == "shared") return v1::PROPAGATION_BIDIRECTIONAL;
@@ -115,7 +110,7 @@ absl::StatusOr<v1::Container> ToCriContainer(const dockerclient::ContainerSummar
   ASSIGN_OR_RETURN(ParsedContainerName parsed, ParseContainerName(c.names.front()));
   v1::Container out;
   out.set_id(c.id);
-  out.set_pod_sandbox_id(LabelOr(c.labels, kSandboxIdLabel));
+  out.set_pod_sandbox_id(LabelValue(c.labels, kSandboxIdLabel));
   *out.mutable_metadata() = std::move(parsed.container);
   out.mutable_image()->set_image(c.image);
   out.set_image_ref(c.image_id);
@@ -172,7 +167,7 @@ absl::StatusOr<v1::ContainerStatus> ToContainerStatus(const dockerclient::Contai
   out.set_image_ref(image_ref.empty() ? absl::StrCat(kDockerImageRefPrefix, c.image) : image_ref);
   out.set_image_id(c.image);
   SplitLabels(c.labels, out.mutable_labels(), out.mutable_annotations());
-  out.set_log_path(LabelOr(c.labels, kContainerLogPathLabel));
+  out.set_log_path(LabelValue(c.labels, kContainerLogPathLabel));
 
   for (const dockerclient::MountPoint& m : c.mounts) {
     v1::Mount& mount = *out.add_mounts();
@@ -203,7 +198,7 @@ absl::StatusOr<v1::ContainerStatus> ToContainerStatus(const dockerclient::Contai
 }
 
 google::protobuf::Map<std::string, std::string> ContainerVerboseInfo(const dockerclient::ContainerInspect& c) {
-  const nlohmann::json info = {{"sandboxID", LabelOr(c.labels, kSandboxIdLabel)}, {"pid", c.state.pid}};
+  const nlohmann::json info = {{"sandboxID", LabelValue(c.labels, kSandboxIdLabel)}, {"pid", c.state.pid}};
   google::protobuf::Map<std::string, std::string> out;
   out["info"] = info.dump();
   return out;

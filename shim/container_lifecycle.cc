@@ -23,11 +23,6 @@ absl::Status RequireContainerId(const std::string& id, const char* rpc) {
   return absl::OkStatus();
 }
 
-std::string LabelOr(const dockerclient::Labels& labels, const char* key) {
-  auto it = labels.find(key);
-  return it == labels.end() ? std::string() : it->second;
-}
-
 // Points the CRI log path at Docker's log file, replacing what a previous start left.
 absl::Status LinkContainerLog(const std::string& cri_path, const std::string& docker_path) {
   std::error_code ec;
@@ -70,7 +65,7 @@ void UnlinkContainerLog(const std::string& cri_path) {
 absl::StatusOr<dockerclient::ContainerInspect> CriService::InspectCriContainer(const common::Context& ctx,
                                                                                const std::string& id) {
   ASSIGN_OR_RETURN(dockerclient::ContainerInspect inspect, docker_.InspectContainer(ctx, id));
-  if (LabelOr(inspect.labels, kContainerTypeLabel) != kContainerTypeContainer) {
+  if (LabelValue(inspect.labels, kContainerTypeLabel) != kContainerTypeContainer) {
     return absl::NotFoundError(absl::StrCat("container ", id, " not found (Docker container ", inspect.id,
                                             " is not a Kubernetes container)"));
   }
@@ -146,7 +141,7 @@ absl::StatusOr<v1::StartContainerResponse> CriService::StartContainer(const comm
   RETURN_IF_ERROR(RequireContainerId(req.container_id(), "StartContainer"));
   ASSIGN_OR_RETURN(dockerclient::ContainerInspect container, InspectCriContainer(ctx, req.container_id()));
   RETURN_IF_ERROR(common::Annotate(docker_.StartContainer(ctx, container.id), "start container"));
-  const std::string cri_log = LabelOr(container.labels, kContainerLogPathLabel);
+  const std::string cri_log = LabelValue(container.labels, kContainerLogPathLabel);
   if (!cri_log.empty()) {
     // Docker names the log file when the container first starts.
     if (container.log_path.empty()) {
@@ -199,7 +194,7 @@ absl::StatusOr<v1::RemoveContainerResponse> CriService::RemoveContainer(const co
   absl::StatusOr<dockerclient::ContainerInspect> container = docker_.InspectContainer(ctx, req.container_id());
   if (absl::IsNotFound(container.status())) return v1::RemoveContainerResponse();
   RETURN_IF_ERROR(container.status());
-  const std::string type = LabelOr(container->labels, kContainerTypeLabel);
+  const std::string type = LabelValue(container->labels, kContainerTypeLabel);
   if (type == kContainerTypeSandbox) {
     return absl::InvalidArgumentError(absl::StrCat("container ", req.container_id(),
                                                    " is a pod infra container; remove it with RemovePodSandbox"));
@@ -210,7 +205,7 @@ absl::StatusOr<v1::RemoveContainerResponse> CriService::RemoveContainer(const co
   }
   absl::Status s = docker_.RemoveContainer(ctx, container->id, /*force=*/true);
   if (!s.ok() && !absl::IsNotFound(s)) return common::Annotate(s, "remove container");
-  UnlinkContainerLog(LabelOr(container->labels, kContainerLogPathLabel));
+  UnlinkContainerLog(LabelValue(container->labels, kContainerLogPathLabel));
   return v1::RemoveContainerResponse();
 }
 

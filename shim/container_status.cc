@@ -9,19 +9,6 @@
 
 namespace shim {
 
-namespace {
-
-// CRI label selectors match the container's own labels, not those Docker copied from its image.
-bool Selected(const google::protobuf::Map<std::string, std::string>& selector, const dockerclient::Labels& labels) {
-  for (const auto& [k, v] : selector) {
-    auto it = labels.find(k);
-    if (it == labels.end() || it->second != v) return false;
-  }
-  return true;
-}
-
-}  // namespace
-
 absl::StatusOr<v1::ContainerStatusResponse> CriService::ContainerStatus(const common::Context& ctx,
                                                                         const v1::ContainerStatusRequest& req) {
   if (req.container_id().empty()) return absl::InvalidArgumentError("ContainerStatus: container_id is required");
@@ -54,8 +41,9 @@ absl::StatusOr<v1::ListContainersResponse> CriService::ListContainers(const comm
   v1::ListContainersResponse resp;
   for (dockerclient::ContainerSummary& c : containers) {
     if (filter.has_state() && ToContainerState(c.state) != filter.state().state()) continue;
+    // Docker's filter also matched image labels; the selector applies to the container's own.
     c.labels = WithoutLabelsOf(FactsOfImage(ctx, c.image_id), c.labels);
-    if (!Selected(filter.label_selector(), c.labels)) continue;
+    if (!MatchesLabelSelector(filter.label_selector(), c.labels)) continue;
     absl::StatusOr<v1::Container> converted = ToCriContainer(c);
     if (!converted.ok()) {
       LOG_DEBUG << "skipping container " << c.id << ": " << converted.status().message();

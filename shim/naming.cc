@@ -158,4 +158,18 @@ void SplitLabels(const std::map<std::string, std::string>& docker_labels,
   }
 }
 
+std::string LabelValue(const std::map<std::string, std::string>& docker_labels, const char* key) {
+  auto it = docker_labels.find(key);
+  return it == docker_labels.end() ? std::string() : it->second;
+}
+
+bool MatchesLabelSelector(const google::protobuf::Map<std::string, std::string>& selector,
+                          const std::map<std::string, std::string>& docker_labels) {
+  for (const auto& [k, v] : selector) {
+    auto it = docker_labels.find(k);
+    if (it == docker_labels.end() || it->second != v) return false;
+  }
+  return true;
+}
+
 }  // namespace shim

@@ -51,4 +51,11 @@ void SplitLabels(const std::map<std::string, std::string>& docker_labels,
                  google::protobuf::Map<std::string, std::string>* labels,
                  google::protobuf::Map<std::string, std::string>* annotations);
 
+// The value of `key` in Docker labels, "" when absent.
+std::string LabelValue(const std::map<std::string, std::string>& docker_labels, const char* key);
+
+// Whether every key=value of a CRI label selector is among `docker_labels`.
+bool MatchesLabelSelector(const google::protobuf::Map<std::string, std::string>& selector,
+                          const std::map<std::string, std::string>& docker_labels);
+
 }  // namespace shim

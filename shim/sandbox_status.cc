@@ -22,13 +22,9 @@ namespace {
 v1::PodSandboxMetadata SandboxMetadata(const std::string& name, const dockerclient::Labels& labels) {
   if (auto parsed = ParseSandboxName(name); parsed.ok()) return *parsed;
   v1::PodSandboxMetadata md;
-  auto get = [&](const char* key) {
-    auto it = labels.find(key);
-    return it == labels.end() ? std::string() : it->second;
-  };
-  md.set_name(get(kPodNameLabel));
-  md.set_namespace_(get(kPodNamespaceLabel));
-  md.set_uid(get(kPodUidLabel));
+  md.set_name(LabelValue(labels, kPodNameLabel));
+  md.set_namespace_(LabelValue(labels, kPodNamespaceLabel));
+  md.set_uid(LabelValue(labels, kPodUidLabel));
   return md;
 }
 
@@ -141,12 +137,7 @@ absl::StatusOr<v1::ListPodSandboxResponse> CriService::ListPodSandbox(const comm
     sandbox.set_created_at(c.created * 1000000000LL);
     const dockerclient::Labels own = WithoutLabelsOf(FactsOfImage(ctx, c.image_id), c.labels);
     // Docker's filter also matched image labels; the selector applies to the pod's own.
-    bool selected = true;
-    for (const auto& [k, v] : filter.label_selector()) {
-      auto it = own.find(k);
-      selected = selected && it != own.end() && it->second == v;
-    }
-    if (!selected) continue;
+    if (!MatchesLabelSelector(filter.label_selector(), own)) continue;
     SplitLabels(own, sandbox.mutable_labels(), sandbox.mutable_annotations());
     *resp.add_items() = std::move(sandbox);
   }

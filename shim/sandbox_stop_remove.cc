@@ -22,8 +22,7 @@ absl::Status RequireId(const std::string& id, const char* rpc) {
 absl::StatusOr<dockerclient::ContainerInspect> CriService::InspectSandbox(const common::Context& ctx,
                                                                           const std::string& id) {
   ASSIGN_OR_RETURN(dockerclient::ContainerInspect inspect, docker_.InspectContainer(ctx, id));
-  auto type = inspect.labels.find(kContainerTypeLabel);
-  if (type == inspect.labels.end() || type->second != kContainerTypeSandbox)
+  if (LabelValue(inspect.labels, kContainerTypeLabel) != kContainerTypeSandbox)
     return absl::NotFoundError(absl::StrCat("pod sandbox ", id, " not found (container ", inspect.id,
                                             " is not a pod infra container)"));
   return inspect;
@@ -38,13 +37,9 @@ absl::Status CriService::TearDownNetwork(const common::Context& ctx, const std::
     LOG_WARN << "pod sandbox " << sandbox_id << " has no checkpoint; tearing down with the current network config";
     SandboxCheckpoint rebuilt;
     rebuilt.sandbox_id = sandbox_id;
-    auto get = [&](const char* key) {
-      auto it = labels.find(key);
-      return it == labels.end() ? std::string() : it->second;
-    };
-    rebuilt.name = get(kPodNameLabel);
-    rebuilt.namespace_ = get(kPodNamespaceLabel);
-    rebuilt.uid = get(kPodUidLabel);
+    rebuilt.name = LabelValue(labels, kPodNameLabel);
+    rebuilt.namespace_ = LabelValue(labels, kPodNamespaceLabel);
+    rebuilt.uid = LabelValue(labels, kPodUidLabel);
     rebuilt.network_plugin = network_.Name();
     checkpoint = rebuilt;
   }

@@ -269,5 +269,20 @@ TEST(NamingLabels, SplitToleratesNullOutputs) {
   EXPECT_THAT(ToStd(labels), UnorderedElementsAre(Pair("a", "1")));
 }
 
+TEST(NamingLabels, LabelValueAndSelector) {
+  const std::map<std::string, std::string> labels = {{"app", "web"}, {"tier", "front"}};
+  EXPECT_EQ(LabelValue(labels, "app"), "web");
+  EXPECT_EQ(LabelValue(labels, "absent"), "");
+  google::protobuf::Map<std::string, std::string> selector;
+  EXPECT_TRUE(MatchesLabelSelector(selector, labels));  // an empty selector selects all
+  selector["app"] = "web";
+  EXPECT_TRUE(MatchesLabelSelector(selector, labels));
+  selector["tier"] = "back";
+  EXPECT_FALSE(MatchesLabelSelector(selector, labels));
+  selector.erase("tier");
+  selector["zone"] = "a";
+  EXPECT_FALSE(MatchesLabelSelector(selector, labels));
+}
+
 }  // namespace
 }  // namespace shim
