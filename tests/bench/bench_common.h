@@ -26,6 +26,7 @@
 #include <vector>
 
 #include <benchmark/benchmark.h>
+#include <nlohmann/json.hpp>
 
 namespace bench {
 
@@ -53,6 +54,21 @@ class RawUnixHttp {
       if (fresh) return -1;  // a new connection failed: no point retrying
     }
     return -1;
+  }
+
+  // GET `target` as a benchmark operation: "" on HTTP 200, else what went wrong.
+  // With `parse`, the body is also decoded as JSON (the client's share of the work).
+  std::string GetOk(const std::string& target, bool parse) {
+    std::string body, error;
+    const int status = Get(target, &body, &error);
+    if (status != 200) return "GET " + target + ": " + (status < 0 ? error : "HTTP " + std::to_string(status));
+    if (parse) {
+      nlohmann::json j = nlohmann::json::parse(body, nullptr, false);
+      if (j.is_discarded()) return "GET " + target + ": malformed JSON";
+      benchmark::DoNotOptimize(j.size());
+    }
+    benchmark::DoNotOptimize(body.data());
+    return "";
   }
 
  private:

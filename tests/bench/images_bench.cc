@@ -57,18 +57,7 @@ std::string ClientInspectImage() {
   return "";
 }
 
-std::string RawGet(const std::string& path, bool parse) {
-  std::string body, error;
-  const int status = env->raw->Get(env->api_prefix + path, &body, &error);
-  if (status != 200) return "GET " + path + ": " + (status < 0 ? error : "HTTP " + std::to_string(status));
-  if (parse) {
-    nlohmann::json j = nlohmann::json::parse(body, nullptr, false);
-    if (j.is_discarded()) return "GET " + path + ": malformed JSON";
-    benchmark::DoNotOptimize(j.size());
-  }
-  benchmark::DoNotOptimize(body.data());
-  return "";
-}
+std::string RawGet(const std::string& path, bool parse) { return env->raw->GetOk(env->api_prefix + path, parse); }
 
 std::string RawInspectImage() { return RawGet("/images/" + env->image + "/json", false); }
 std::string RawInspectImageParse() { return RawGet("/images/" + env->image + "/json", true); }
@@ -91,19 +80,17 @@ std::string ClientListImages() {
 std::string RawListImages() { return RawGet("/images/json", false); }
 std::string RawListImagesParse() { return RawGet("/images/json", true); }
 
-void Run(benchmark::State& state, const char* key, std::string (*op)()) { bench::Measure(state, key, op); }
-
-void BM_ImageStatus_Shim(benchmark::State& s) { Run(s, "ImageStatus: shim", ShimImageStatus); }
-void BM_InspectImage_Client(benchmark::State& s) { Run(s, "InspectImage: DockerClientImpl", ClientInspectImage); }
-void BM_InspectImage_RawHttp(benchmark::State& s) { Run(s, "InspectImage: raw HTTP", RawInspectImage); }
+void BM_ImageStatus_Shim(benchmark::State& s) { bench::Measure(s, "ImageStatus: shim", ShimImageStatus); }
+void BM_InspectImage_Client(benchmark::State& s) { bench::Measure(s, "InspectImage: DockerClientImpl", ClientInspectImage); }
+void BM_InspectImage_RawHttp(benchmark::State& s) { bench::Measure(s, "InspectImage: raw HTTP", RawInspectImage); }
 void BM_InspectImage_RawHttpJson(benchmark::State& s) {
-  Run(s, "InspectImage: raw HTTP + json::parse", RawInspectImageParse);
+  bench::Measure(s, "InspectImage: raw HTTP + json::parse", RawInspectImageParse);
 }
-void BM_ListImages_Shim(benchmark::State& s) { Run(s, "ListImages: shim", ShimListImages); }
-void BM_ListImages_Client(benchmark::State& s) { Run(s, "ListImages: DockerClientImpl", ClientListImages); }
-void BM_ListImages_RawHttp(benchmark::State& s) { Run(s, "ListImages: raw HTTP", RawListImages); }
+void BM_ListImages_Shim(benchmark::State& s) { bench::Measure(s, "ListImages: shim", ShimListImages); }
+void BM_ListImages_Client(benchmark::State& s) { bench::Measure(s, "ListImages: DockerClientImpl", ClientListImages); }
+void BM_ListImages_RawHttp(benchmark::State& s) { bench::Measure(s, "ListImages: raw HTTP", RawListImages); }
 void BM_ListImages_RawHttpJson(benchmark::State& s) {
-  Run(s, "ListImages: raw HTTP + json::parse", RawListImagesParse);
+  bench::Measure(s, "ListImages: raw HTTP + json::parse", RawListImagesParse);
 }
 
 // Side by side, in rotating order: the figures the ratios come from.

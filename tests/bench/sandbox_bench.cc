@@ -166,16 +166,7 @@ std::string ClientInspect() {
 }
 
 std::string RawGet(const std::string& path, bool parse = false) {
-  std::string body, error;
-  const int status = env->raw->Get(env->api_prefix + path, &body, &error);
-  if (status != 200) return "GET " + path + ": " + (status < 0 ? error : "HTTP " + std::to_string(status));
-  if (parse) {
-    nlohmann::json j = nlohmann::json::parse(body, nullptr, false);
-    if (j.is_discarded()) return "GET " + path + ": malformed JSON";
-    benchmark::DoNotOptimize(j.size());
-  }
-  benchmark::DoNotOptimize(body.data());
-  return "";
+  return env->raw->GetOk(env->api_prefix + path, parse);
 }
 
 std::string RawInspect() { return RawGet("/containers/" + NextPod() + "/json"); }
