@@ -10,6 +10,7 @@
 #include "absl/status/status.h"
 #include "absl/status/statusor.h"
 #include "common/context.h"
+#include "common/unique_fd.h"
 #include "dockerclient/types.h"
 
 namespace dockerclient {
@@ -33,10 +34,31 @@ struct StopOptions {
   int64_t timeout_seconds = 10;
 };
 
+// A terminal size as Docker takes it (rows, columns).
+struct ConsoleSize {
+  uint16_t height = 0, width = 0;
+};
+
 struct ExecConfig {
   std::vector<std::string> cmd;
   bool attach_stdin = false, attach_stdout = true, attach_stderr = true;
   bool tty = false;
+  // The terminal's first size. Engines before API 1.42 do not take it (it is left out
+  // of the request there); resize after the start instead.
+  std::optional<ConsoleSize> console_size;
+};
+
+// A connection dockerd handed over to a process's stdio ("101 UPGRADED" after an
+// attach or an exec start with `Upgrade: tcp`). Writing sends stdin, shutdown(SHUT_WR)
+// closes it, and reading yields the output until the process ends: multiplexed per
+// stdcopy.h without a TTY, raw with one.
+struct HijackedConnection {
+  common::UniqueFd fd;
+  std::string buffered;  // output bytes read together with the response header
+};
+
+struct AttachOptions {
+  bool stdin = false, stdout = false, stderr = false;
 };
 
 struct ExecInspect {
@@ -91,6 +113,17 @@ class DockerClient {
   virtual absl::Status RunExec(const common::Context& ctx, const std::string& exec_id, bool tty,
                                const ExecOutput& output) = 0;
   virtual absl::StatusOr<ExecInspect> InspectExec(const common::Context& ctx, const std::string& exec_id) = 0;
+  // Starts the exec and hands over its stdio (`tty` must match the exec's config).
+  // The context bounds only the handshake, not the life of the connection.
+  virtual absl::StatusOr<HijackedConnection> StartExecAttached(const common::Context& ctx, const std::string& exec_id,
+                                                               bool tty) = 0;
+  virtual absl::Status ResizeExec(const common::Context& ctx, const std::string& exec_id, ConsoleSize size) = 0;
+
+  // Attaches to a running container's stdio (POST /containers/{id}/attach?stream=1);
+  // the context bounds only the handshake. FAILED_PRECONDITION when it is not running.
+  virtual absl::StatusOr<HijackedConnection> AttachContainer(const common::Context& ctx, const std::string& id,
+                                                             const AttachOptions& options) = 0;
+  virtual absl::Status ResizeContainer(const common::Context& ctx, const std::string& id, ConsoleSize size) = 0;
 };
 
 }  // namespace dockerclient

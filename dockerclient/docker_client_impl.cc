@@ -177,12 +177,16 @@ absl::StatusOr<std::string> DockerClientImpl::PingAndNegotiate(const common::Con
   return api_version_;
 }
 
-absl::StatusOr<std::string> DockerClientImpl::ApiPrefix(const common::Context& ctx, std::string_view operation) {
+absl::StatusOr<std::string> DockerClientImpl::ApiVersion(const common::Context& ctx, std::string_view operation) {
   {
     std::lock_guard<std::mutex> lock(mu_);
-    if (!api_version_.empty()) return absl::StrCat("/v", api_version_);
+    if (!api_version_.empty()) return api_version_;
   }
-  ASSIGN_OR_RETURN(const std::string version, PingAndNegotiate(ctx, operation));
+  return PingAndNegotiate(ctx, operation);
+}
+
+absl::StatusOr<std::string> DockerClientImpl::ApiPrefix(const common::Context& ctx, std::string_view operation) {
+  ASSIGN_OR_RETURN(const std::string version, ApiVersion(ctx, operation));
   return absl::StrCat("/v", version);
 }
 
@@ -200,6 +204,36 @@ absl::StatusOr<json> DockerClientImpl::GetJson(const common::Context& ctx, std::
   ASSIGN_OR_RETURN(HttpResponse response, Call(ctx, operation, "GET", path));
   if (response.status != 200) return HttpError(response.status, response.body, operation);
   return ParseBody(response, operation);
+}
+
+absl::StatusOr<HijackedConnection> DockerClientImpl::Hijack(const common::Context& ctx, std::string_view operation,
+                                                            std::string_view path, std::string_view body) {
+  ASSIGN_OR_RETURN(const std::string prefix, ApiPrefix(ctx, operation));
+  auto answer = transport_->Hijack(ctx, "POST", absl::StrCat(prefix, Av(path)), body);
+  if (!answer.ok()) return common::Annotate(answer.status(), operation);
+  // 404: no such exec or container; 409: the container is not running (or is paused).
+  if (!answer->fd) return HttpError(answer->response.status, answer->response.body, operation);
+  return HijackedConnection{std::move(answer->fd), std::move(answer->buffered)};
+}
+
+absl::Status DockerClientImpl::Resize(const common::Context& ctx, std::string_view operation, std::string_view path,
+                                      ConsoleSize size) {
+  // dockerd would take a zero dimension and hand it to the terminal.
+  if (size.height == 0 || size.width == 0) {
+    return absl::InvalidArgumentError(absl::StrCat(Av(operation), ": terminal size ", size.width, "x", size.height,
+                                                   " (columns x rows) has a zero dimension"));
+  }
+  ASSIGN_OR_RETURN(HttpResponse response,
+                   Call(ctx, operation, "POST", absl::StrCat(Av(path), "?h=", size.height, "&w=", size.width)));
+  if (response.status / 100 == 2) return absl::OkStatus();
+  // An exec's process that is not running is a 500 from dockerd: not started within
+  // its 10 s wait, or already ended.
+  const std::string message = DockerErrorMessage(response.body);
+  if (response.status == 500 && (absl::StrContains(message, "exec session ready") ||
+                                 absl::StrContains(message, "cannot resize a stopped container"))) {
+    return absl::FailedPreconditionError(absl::StrCat(Av(operation), ": the process is not running: ", message));
+  }
+  return HttpError(response.status, response.body, operation);
 }
 
 absl::StatusOr<std::string> DockerClientImpl::Ping(const common::Context& ctx) {
@@ -399,11 +433,15 @@ absl::Status DockerClientImpl::UpdateContainer(const common::Context& ctx, const
 absl::StatusOr<std::string> DockerClientImpl::CreateExec(const common::Context& ctx, const std::string& container_id,
                                                          const ExecConfig& config) {
   const std::string operation = absl::StrCat("create exec in container ", container_id);
-  const json body = {{"Cmd", config.cmd},
-                     {"AttachStdin", config.attach_stdin},
-                     {"AttachStdout", config.attach_stdout},
-                     {"AttachStderr", config.attach_stderr},
-                     {"Tty", config.tty}};
+  json body = {{"Cmd", config.cmd},
+               {"AttachStdin", config.attach_stdin},
+               {"AttachStdout", config.attach_stdout},
+               {"AttachStderr", config.attach_stderr},
+               {"Tty", config.tty}};
+  ASSIGN_OR_RETURN(const std::string version, ApiVersion(ctx, operation));
+  if (config.console_size && *ParseApiVersion(version) >= std::make_pair(1, 42)) {
+    body["ConsoleSize"] = {config.console_size->height, config.console_size->width};
+  }
   ASSIGN_OR_RETURN(HttpResponse response,
                    Call(ctx, operation, "POST", absl::StrCat("/containers/", Escape(container_id), "/exec"), Dump(body)));
   // 409: the container is not running (or is paused).
@@ -455,6 +493,40 @@ absl::StatusOr<ExecInspect> DockerClientImpl::InspectExec(const common::Context&
   }
   if (const auto pid = body.find("Pid"); pid != body.end() && pid->is_number_integer()) inspect.pid = pid->get<int>();
   return inspect;
+}
+
+absl::StatusOr<HijackedConnection> DockerClientImpl::StartExecAttached(const common::Context& ctx,
+                                                                       const std::string& exec_id, bool tty) {
+  // A start that fails only once the process is due to run (the exec has already run,
+  // the command is not found) still gets "101 UPGRADED": dockerd writes its error into
+  // the stream.
+  return Hijack(ctx, absl::StrCat("start exec ", exec_id), absl::StrCat("/exec/", Escape(exec_id), "/start"),
+                Dump(json{{"Detach", false}, {"Tty", tty}}));
+}
+
+absl::Status DockerClientImpl::ResizeExec(const common::Context& ctx, const std::string& exec_id, ConsoleSize size) {
+  return Resize(ctx, absl::StrCat("resize exec ", exec_id), absl::StrCat("/exec/", Escape(exec_id), "/resize"), size);
+}
+
+absl::StatusOr<HijackedConnection> DockerClientImpl::AttachContainer(const common::Context& ctx, const std::string& id,
+                                                                     const AttachOptions& options) {
+  const std::string operation = absl::StrCat("attach to container ", id);
+  const std::string path = absl::StrCat("/containers/", Escape(id));
+  ASSIGN_OR_RETURN(json body, GetJson(ctx, operation, absl::StrCat(path, "/json")));
+  const ContainerInspect container = ParseContainerInspect(body);
+  if (!container.state.running) {
+    // The wording of dockerd's own 409s for a stopped container.
+    return absl::FailedPreconditionError(absl::StrCat(operation, ": Container ", container.id, " is not running"));
+  }
+  std::string attach = absl::StrCat(path, "/attach?stream=1");
+  if (options.stdin) absl::StrAppend(&attach, "&stdin=1");
+  if (options.stdout) absl::StrAppend(&attach, "&stdout=1");
+  if (options.stderr) absl::StrAppend(&attach, "&stderr=1");
+  return Hijack(ctx, operation, attach, {});
+}
+
+absl::Status DockerClientImpl::ResizeContainer(const common::Context& ctx, const std::string& id, ConsoleSize size) {
+  return Resize(ctx, absl::StrCat("resize container ", id), absl::StrCat("/containers/", Escape(id), "/resize"), size);
 }
 
 }  // namespace dockerclient

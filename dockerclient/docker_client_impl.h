@@ -64,13 +64,26 @@ class DockerClientImpl : public DockerClient {
   absl::Status RunExec(const common::Context& ctx, const std::string& exec_id, bool tty,
                        const ExecOutput& output) override;
   absl::StatusOr<ExecInspect> InspectExec(const common::Context& ctx, const std::string& exec_id) override;
+  absl::StatusOr<HijackedConnection> StartExecAttached(const common::Context& ctx, const std::string& exec_id,
+                                                       bool tty) override;
+  // dockerd holds a resize sent before the exec has started (up to 10 s) and applies it
+  // once the process runs; past that wait, or after the process ended, it is
+  // FAILED_PRECONDITION. Without a TTY a resize succeeds and does nothing.
+  absl::Status ResizeExec(const common::Context& ctx, const std::string& exec_id, ConsoleSize size) override;
+  // Inspects the container first: dockerd itself accepts an attach to a stopped
+  // container and waits for it to be started.
+  absl::StatusOr<HijackedConnection> AttachContainer(const common::Context& ctx, const std::string& id,
+                                                     const AttachOptions& options) override;
+  absl::Status ResizeContainer(const common::Context& ctx, const std::string& id, ConsoleSize size) override;
 
  private:
   explicit DockerClientImpl(std::unique_ptr<HttpTransport> transport);
 
   // GET /_ping; negotiates the API version on the first success. Errors are
-  // prefixed with `operation`, as are those of the three functions below.
+  // prefixed with `operation`, as are those of the functions below.
   absl::StatusOr<std::string> PingAndNegotiate(const common::Context& ctx, std::string_view operation);
+  // "1.41", negotiating first if needed.
+  absl::StatusOr<std::string> ApiVersion(const common::Context& ctx, std::string_view operation);
   // "/v1.41", negotiating first if needed.
   absl::StatusOr<std::string> ApiPrefix(const common::Context& ctx, std::string_view operation);
   // A versioned request; any HTTP status is a success here.
@@ -78,6 +91,11 @@ class DockerClientImpl : public DockerClient {
                                     std::string_view path, std::string_view body = {});
   // A versioned GET answered with JSON, parsed (200 only; other statuses become errors).
   absl::StatusOr<nlohmann::json> GetJson(const common::Context& ctx, std::string_view operation, std::string_view path);
+  // A versioned POST that asks dockerd to hand the connection over to a process's stdio.
+  absl::StatusOr<HijackedConnection> Hijack(const common::Context& ctx, std::string_view operation,
+                                            std::string_view path, std::string_view body);
+  // POST `path`?h=&w= (exec or container resize).
+  absl::Status Resize(const common::Context& ctx, std::string_view operation, std::string_view path, ConsoleSize size);
 
   std::unique_ptr<HttpTransport> transport_;
   std::mutex mu_;

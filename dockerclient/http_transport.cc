@@ -1,14 +1,17 @@
 #include "dockerclient/http_transport.h"
 
+#include <fcntl.h>
 #include <sys/socket.h>
 #include <sys/un.h>
 
 #include <algorithm>
 #include <array>
 #include <cerrno>
+#include <cstring>
 
 #include <boost/asio/io_context.hpp>
 #include <boost/asio/local/stream_protocol.hpp>
+#include <boost/beast/core/buffers_to_string.hpp>
 #include <boost/beast/core/flat_buffer.hpp>
 #include <boost/beast/http.hpp>
 
@@ -28,9 +31,8 @@ using UnixSocket = asio::local::stream_protocol;
 
 // A socket with its own io_context: the calling thread drives only its own I/O, in
 // slices, so it can give up at any slice boundary without touching other calls.
-// A later hijack (attach/exec: "101 UPGRADED" or a raw stream) reads the response
-// header the same way, then moves `socket` and the bytes already read into `buffer`
-// out of the connection instead of returning it to the pool.
+// A hijack (attach/exec) reads the response header the same way, then moves the
+// socket and the bytes already read into `buffer` out of the connection.
 struct HttpConnection {
   asio::io_context ioc{1};
   UnixSocket::socket socket{ioc};
@@ -136,6 +138,24 @@ bool StillOpen(HttpConnection& c) {
   return n < 0 && (errno == EAGAIN || errno == EWOULDBLOCK);
 }
 
+// Whether dockerd handed the connection over: "101 UPGRADED", or a 2xx raw stream that
+// runs until EOF.
+template <typename Parser>
+bool HandsOver(int status, const Parser& parser) {
+  return status == 101 || (status / 100 == 2 && parser.need_eof());
+}
+
+// Moves the socket out of `c` into `hijack`, with the bytes read past the header. The
+// socket goes back to blocking mode (asio set it non-blocking for its own use).
+absl::Status TakeSocket(HttpConnection& c, HijackResponse& hijack, std::string_view operation) {
+  boost::system::error_code ec;
+  c.socket.non_blocking(false, ec);
+  if (!ec) hijack.fd.Reset(c.socket.release(ec));
+  if (ec) return absl::InternalError(absl::StrCat(Av(operation), ": cannot take over the connection: ", ec.message()));
+  hijack.buffered = beast::buffers_to_string(c.buffer.data());
+  return absl::OkStatus();
+}
+
 struct Outcome {
   absl::StatusOr<HttpResponse> response;
   bool keep_alive = false;  // the connection may serve another request
@@ -144,7 +164,7 @@ struct Outcome {
 
 Outcome Exchange(HttpConnection& c, std::string_view endpoint, const common::Context& ctx,
                  const http::request<http::string_body>& req, std::string_view operation, absl::Duration idle_timeout,
-                 const OnData* on_data) {
+                 const OnData* on_data, HijackResponse* hijack) {
   Outcome out;
   beast::error_code ec;
   Wait why = RunOp(c, ctx, absl::InfiniteFuture(), ec,
@@ -186,6 +206,14 @@ Outcome Exchange(HttpConnection& c, std::string_view endpoint, const common::Con
     auto [it, inserted] = response.headers.emplace(absl::AsciiStrToLower(Av(Sv(field.name_string()))), value);
     if (!inserted) absl::StrAppend(&it->second, ", ", value);
   }
+  if (hijack != nullptr && HandsOver(response.status, parser)) {
+    if (absl::Status taken = TakeSocket(c, *hijack, operation); !taken.ok()) {
+      out.response = std::move(taken);
+    } else {
+      out.response = std::move(response);
+    }
+    return out;  // never pooled
+  }
 
   const bool deliver = on_data != nullptr && response.status / 100 == 2;
   std::array<char, kChunkSize> chunk;
@@ -226,20 +254,32 @@ HttpTransport::~HttpTransport() = default;
 absl::StatusOr<HttpResponse> HttpTransport::Request(const common::Context& ctx, std::string_view method,
                                                     std::string_view target, std::string_view body,
                                                     const HttpHeaders& headers) {
-  return Do(ctx, method, target, body, headers, absl::InfiniteDuration(), nullptr);
+  return Do(ctx, method, target, body, headers, absl::InfiniteDuration(), nullptr, nullptr);
 }
 
 absl::StatusOr<HttpResponse> HttpTransport::Stream(const common::Context& ctx, std::string_view method,
                                                    std::string_view target, std::string_view body,
                                                    const HttpHeaders& headers, absl::Duration idle_timeout,
                                                    const OnData& on_data) {
-  return Do(ctx, method, target, body, headers, idle_timeout, &on_data);
+  return Do(ctx, method, target, body, headers, idle_timeout, &on_data, nullptr);
+}
+
+absl::StatusOr<HijackResponse> HttpTransport::Hijack(const common::Context& ctx, std::string_view method,
+                                                     std::string_view target, std::string_view body,
+                                                     const HttpHeaders& headers) {
+  HttpHeaders upgrade = headers;
+  upgrade.emplace_back("Connection", "Upgrade");
+  upgrade.emplace_back("Upgrade", "tcp");
+  HijackResponse hijack;
+  ASSIGN_OR_RETURN(hijack.response,
+                   Do(ctx, method, target, body, upgrade, absl::InfiniteDuration(), nullptr, &hijack));
+  return hijack;
 }
 
 absl::StatusOr<HttpResponse> HttpTransport::Do(const common::Context& ctx, std::string_view method,
                                                std::string_view target, std::string_view body,
                                                const HttpHeaders& headers, absl::Duration idle_timeout,
-                                               const OnData* on_data) {
+                                               const OnData* on_data, HijackResponse* hijack) {
   // Errors name the request without its query, which may be long.
   const std::string operation = absl::StrCat(Av(method), " ", Av(target.substr(0, target.find('?'))));
   const http::verb verb = http::string_to_verb(Bv(method));
@@ -263,7 +303,7 @@ absl::StatusOr<HttpResponse> HttpTransport::Do(const common::Context& ctx, std::
     if (!conn) {
       ASSIGN_OR_RETURN(conn, Dial(ctx, operation));
     }
-    Outcome out = Exchange(*conn, endpoint_, ctx, req, operation, idle_timeout, on_data);
+    Outcome out = Exchange(*conn, endpoint_, ctx, req, operation, idle_timeout, on_data, hijack);
     if (out.response.ok()) {
       LOG_DEBUG << operation << " -> " << out.response->status;
       if (out.keep_alive) Release(std::move(conn));
@@ -295,6 +335,13 @@ absl::StatusOr<std::unique_ptr<HttpConnection>> HttpTransport::Dial(const common
   // answers (inspect, lists) fit in one read with room reserved up front.
   conn->buffer.reserve(64 * 1024);
   beast::error_code ec;
+  // Close-on-exec, so that CNI plugins and other children do not hold dockerd
+  // connections, above all hijacked ones, open after the shim closes them.
+  conn->socket.open(UnixSocket(), ec);
+  if (ec || ::fcntl(conn->socket.native_handle(), F_SETFD, FD_CLOEXEC) != 0) {
+    return absl::InternalError(absl::StrCat(Av(operation), ": cannot create a socket: ",
+                                            ec ? ec.message() : std::strerror(errno)));
+  }
   const Wait why = RunOp(*conn, ctx, absl::InfiniteFuture(), ec, [&](auto handler) {
     conn->socket.async_connect(UnixSocket::endpoint(socket_path_), std::move(handler));
   });

@@ -2,9 +2,6 @@
 // HTTP/1.1 to dockerd over its unix socket (Boost.Beast), with a pool of keep-alive
 // connections. Thread-safe: each call borrows a connection for its whole exchange.
 // Every call honours the caller's deadline and cancellation.
-// Attach/exec will add a third entry point that reads the "101 UPGRADED" header like
-// Stream, then hands the caller the connection's socket and already-read bytes
-// instead of pooling it (see HttpConnection).
 #include <cstddef>
 #include <functional>
 #include <map>
@@ -18,6 +15,7 @@
 #include "absl/status/statusor.h"
 #include "absl/time/time.h"
 #include "common/context.h"
+#include "common/unique_fd.h"
 
 namespace dockerclient {
 
@@ -31,6 +29,14 @@ struct HttpResponse {
 };
 
 using HttpHeaders = std::vector<std::pair<std::string, std::string>>;
+
+// The answer to HttpTransport::Hijack.
+struct HijackResponse {
+  HttpResponse response;  // status and headers; the body too when the connection was not handed over
+  // The handed-over connection, in blocking mode and close-on-exec; invalid otherwise.
+  common::UniqueFd fd;
+  std::string buffered;  // bytes read past the response header of the handed-over connection
+};
 
 class HttpTransport {
  public:
@@ -52,12 +58,22 @@ class HttpTransport {
                                       std::string_view body, const HttpHeaders& headers, absl::Duration idle_timeout,
                                       const std::function<void(std::string_view)>& on_data);
 
+  // Like Request, but asks dockerd to hand the connection over to a process's stdio
+  // (`Connection: Upgrade`, `Upgrade: tcp`, as for attach and exec start). On
+  // "101 UPGRADED", or a 2xx whose body runs until EOF (the raw stream, as engines
+  // answer that ignore the upgrade), the connection leaves the transport for good as
+  // `fd`; any other answer is read whole into `response`. The context bounds only the
+  // exchange up to the response header.
+  absl::StatusOr<HijackResponse> Hijack(const common::Context& ctx, std::string_view method, std::string_view target,
+                                        std::string_view body = {}, const HttpHeaders& headers = {});
+
   const std::string& endpoint() const { return endpoint_; }
 
  private:
+  // A non-null `hijack` receives the connection when dockerd hands it over.
   absl::StatusOr<HttpResponse> Do(const common::Context& ctx, std::string_view method, std::string_view target,
                                   std::string_view body, const HttpHeaders& headers, absl::Duration idle_timeout,
-                                  const std::function<void(std::string_view)>* on_data);
+                                  const std::function<void(std::string_view)>* on_data, HijackResponse* hijack);
   // A live idle connection from the pool, or nullptr when there is none.
   std::unique_ptr<HttpConnection> TakeIdle();
   absl::StatusOr<std::unique_ptr<HttpConnection>> Dial(const common::Context& ctx, std::string_view operation);

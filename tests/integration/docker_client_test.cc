@@ -1,5 +1,7 @@
 // DockerClientImpl against the real dockerd (scripts/test-env.sh starts it;
 // scripts/test-images.sh builds dockershim-test/busybox).
+#include <poll.h>
+#include <sys/socket.h>
 #include <unistd.h>
 
 #include <atomic>
@@ -14,6 +16,7 @@
 #include "absl/strings/str_cat.h"
 #include "absl/time/clock.h"
 #include "dockerclient/docker_client_impl.h"
+#include "dockerclient/stdcopy.h"
 #include "tests/integration/env.h"
 
 namespace dockerclient {
@@ -64,6 +67,32 @@ class DockerClientIntegration : public ::testing::Test {
     auto id = client_->CreateContainer(Ctx(), name, body);
     if (id.ok()) created_.push_back(*id);
     return id;
+  }
+
+  // A started busybox container running `cmd` with its stdin open for one attach.
+  absl::StatusOr<std::string> StartWithStdin(std::vector<std::string> cmd) {
+    const json body = {{"Image", testenv::BusyboxImage()}, {"Cmd", cmd},          {"OpenStdin", true},
+                       {"StdinOnce", true},                {"AttachStdin", true}, {"AttachStdout", true},
+                       {"AttachStderr", true},             {"Labels", {{"io.dockershim.test", "docker_client_test"}}}};
+    auto id = client_->CreateContainer(Ctx(), UniqueName(), body);
+    if (!id.ok()) return id;
+    created_.push_back(*id);
+    if (absl::Status started = client_->StartContainer(Ctx(), *id); !started.ok()) return started;
+    return id;
+  }
+
+  // A started exec of `cmd` in `container`, with stdin attached.
+  absl::StatusOr<std::pair<std::string, HijackedConnection>> StartAttached(const std::string& container,
+                                                                           std::vector<std::string> cmd, bool tty) {
+    ExecConfig config;
+    config.cmd = std::move(cmd);
+    config.attach_stdin = true;
+    config.tty = tty;
+    auto exec = client_->CreateExec(Ctx(), container, config);
+    if (!exec.ok()) return exec.status();
+    auto conn = client_->StartExecAttached(Ctx(), *exec, tty);
+    if (!conn.ok()) return conn.status();
+    return std::make_pair(*exec, std::move(*conn));
   }
 
   std::unique_ptr<DockerClientImpl> client_;
@@ -313,6 +342,156 @@ TEST_F(DockerClientIntegration, ExecInAStoppedContainerIsFailedPrecondition) {
   ASSERT_TRUE(id.ok()) << id.status();
   ExecResult r = RunToEnd(*client_, *id, {"true"});
   EXPECT_EQ(r.status.code(), absl::StatusCode::kFailedPrecondition) << r.status;
+}
+
+// ---- Hijacked exec and attach ----
+
+// The rest of a hijacked connection's output after `conn.buffered`, until EOF (a test
+// failure when none comes within 20 s).
+std::string ReadToEof(const HijackedConnection& conn) {
+  std::string out = conn.buffered;
+  char chunk[4096];
+  for (;;) {
+    pollfd p{conn.fd.get(), POLLIN, 0};
+    if (::poll(&p, 1, 20000) != 1) {
+      ADD_FAILURE() << "no EOF within 20s after \"" << out << "\"";
+      return out;
+    }
+    const ssize_t n = ::read(conn.fd.get(), chunk, sizeof(chunk));
+    if (n <= 0) return out;
+    out.append(chunk, static_cast<size_t>(n));
+  }
+}
+
+bool WriteAll(int fd, std::string_view data) {
+  while (!data.empty()) {
+    const ssize_t n = ::send(fd, data.data(), data.size(), MSG_NOSIGNAL);
+    if (n <= 0) return false;
+    data.remove_prefix(static_cast<size_t>(n));
+  }
+  return true;
+}
+
+struct Demuxed {
+  std::string out, err;
+};
+
+Demuxed Demux(std::string_view stream) {
+  Demuxed d;
+  StdDemuxer demux([&d](StdStream s, std::string_view data) { (s == StdStream::kStdout ? d.out : d.err).append(data); });
+  EXPECT_TRUE(demux.Feed(stream));
+  EXPECT_TRUE(demux.AtFrameBoundary());
+  return d;
+}
+
+std::optional<int> WaitForExit(DockerClientImpl& client, const std::string& exec) {
+  for (int i = 0; i < 200; ++i) {
+    auto inspect = client.InspectExec(common::Context::WithTimeout(absl::Seconds(10)), exec);
+    if (!inspect.ok()) {
+      ADD_FAILURE() << inspect.status();
+      return std::nullopt;
+    }
+    if (!inspect->running) return inspect->exit_code;
+    absl::SleepFor(absl::Milliseconds(10));
+  }
+  return std::nullopt;
+}
+
+TEST_F(DockerClientIntegration, AttachedExecSeparatesStdoutFromStderr) {
+  if (!HaveBusybox()) GTEST_SKIP() << testenv::BusyboxImage() << " is missing: run scripts/test-images.sh";
+  auto id = CreateSleeper(UniqueName());
+  ASSERT_TRUE(id.ok()) << id.status();
+  ASSERT_TRUE(client_->StartContainer(Ctx(), *id).ok());
+  auto started = StartAttached(*id, {"sh", "-c", "echo out; echo err >&2; exit 5"}, false);
+  ASSERT_TRUE(started.ok()) << started.status();
+  auto& [exec, conn] = *started;
+  ASSERT_EQ(::shutdown(conn.fd.get(), SHUT_WR), 0);  // no stdin to give
+  const Demuxed output = Demux(ReadToEof(conn));
+  EXPECT_EQ(output.out, "out\n");
+  EXPECT_EQ(output.err, "err\n");
+  EXPECT_EQ(WaitForExit(*client_, exec), 5);
+}
+
+TEST_F(DockerClientIntegration, AttachedExecReadsStdinUntilItsEof) {
+  if (!HaveBusybox()) GTEST_SKIP() << testenv::BusyboxImage() << " is missing: run scripts/test-images.sh";
+  auto id = CreateSleeper(UniqueName());
+  ASSERT_TRUE(id.ok()) << id.status();
+  ASSERT_TRUE(client_->StartContainer(Ctx(), *id).ok());
+  auto started = StartAttached(*id, {"cat"}, false);
+  ASSERT_TRUE(started.ok()) << started.status();
+  auto& [exec, conn] = *started;
+  ASSERT_TRUE(WriteAll(conn.fd.get(), "hello\nworld\n"));
+  ASSERT_EQ(::shutdown(conn.fd.get(), SHUT_WR), 0);
+  // cat ends only at stdin's EOF, and the output's EOF follows.
+  const Demuxed output = Demux(ReadToEof(conn));
+  EXPECT_EQ(output.out, "hello\nworld\n");
+  EXPECT_EQ(output.err, "");
+  EXPECT_EQ(WaitForExit(*client_, exec), 0);
+}
+
+TEST_F(DockerClientIntegration, TtyExecTakesTheSizeOfAResizeAfterTheStart) {
+  if (!HaveBusybox()) GTEST_SKIP() << testenv::BusyboxImage() << " is missing: run scripts/test-images.sh";
+  auto id = CreateSleeper(UniqueName());
+  ASSERT_TRUE(id.ok()) << id.status();
+  ASSERT_TRUE(client_->StartContainer(Ctx(), *id).ok());
+  // The process waits for a line so that the size is read after the resize.
+  auto started = StartAttached(*id, {"sh", "-c", "read _; stty size"}, true);
+  ASSERT_TRUE(started.ok()) << started.status();
+  auto& [exec, conn] = *started;
+  const absl::Status resized = client_->ResizeExec(Ctx(), exec, ConsoleSize{.height = 33, .width = 111});
+  ASSERT_TRUE(resized.ok()) << resized;
+  ASSERT_TRUE(WriteAll(conn.fd.get(), "\n"));
+  EXPECT_THAT(ReadToEof(conn), HasSubstr("33 111\r\n"));  // raw, through the terminal
+  EXPECT_EQ(WaitForExit(*client_, exec), 0);
+
+  const absl::Status ended = client_->ResizeExec(Ctx(), exec, ConsoleSize{.height = 10, .width = 10});
+  EXPECT_EQ(ended.code(), absl::StatusCode::kFailedPrecondition) << ended;
+  EXPECT_THAT(Message(ended), StartsWith("resize exec " + exec + ": the process is not running"));
+}
+
+TEST_F(DockerClientIntegration, StartingAnExecWhoseContainerStoppedFails) {
+  if (!HaveBusybox()) GTEST_SKIP() << testenv::BusyboxImage() << " is missing: run scripts/test-images.sh";
+  auto id = CreateSleeper(UniqueName());
+  ASSERT_TRUE(id.ok()) << id.status();
+  ASSERT_TRUE(client_->StartContainer(Ctx(), *id).ok());
+  ExecConfig config;
+  config.cmd = {"true"};
+  auto exec = client_->CreateExec(Ctx(), *id, config);
+  ASSERT_TRUE(exec.ok()) << exec.status();
+  ASSERT_TRUE(client_->StopContainer(Ctx(), *id, StopOptions{1}).ok());
+  // Docker 20.10 forgets a stopped container's execs (404); engines that keep them
+  // answer 409.
+  const absl::Status status = client_->StartExecAttached(Ctx(), *exec, false).status();
+  EXPECT_THAT(status.code(), ::testing::AnyOf(absl::StatusCode::kNotFound, absl::StatusCode::kFailedPrecondition))
+      << status;
+  EXPECT_THAT(Message(status), StartsWith("start exec " + *exec + ": "));
+}
+
+TEST_F(DockerClientIntegration, AttachTalksToTheContainersShell) {
+  if (!HaveBusybox()) GTEST_SKIP() << testenv::BusyboxImage() << " is missing: run scripts/test-images.sh";
+  auto id = StartWithStdin({"sh"});
+  ASSERT_TRUE(id.ok()) << id.status();
+  auto conn = client_->AttachContainer(Ctx(), *id, AttachOptions{.stdin = true, .stdout = true, .stderr = true});
+  ASSERT_TRUE(conn.ok()) << conn.status();
+  ASSERT_TRUE(WriteAll(conn->fd.get(), "echo hi; echo oops >&2\n"));
+  // With StdinOnce, closing our stdin closes the shell's: it exits and the output ends.
+  ASSERT_EQ(::shutdown(conn->fd.get(), SHUT_WR), 0);
+  const Demuxed output = Demux(ReadToEof(*conn));
+  EXPECT_EQ(output.out, "hi\n");
+  EXPECT_EQ(output.err, "oops\n");
+}
+
+TEST_F(DockerClientIntegration, AttachToAStoppedContainerIsFailedPrecondition) {
+  if (!HaveBusybox()) GTEST_SKIP() << testenv::BusyboxImage() << " is missing: run scripts/test-images.sh";
+  auto id = CreateSleeper(UniqueName());  // created, never started
+  ASSERT_TRUE(id.ok()) << id.status();
+  const absl::Status attach = client_->AttachContainer(Ctx(), *id, AttachOptions{.stdout = true}).status();
+  EXPECT_EQ(attach.code(), absl::StatusCode::kFailedPrecondition) << attach;
+  EXPECT_EQ(Message(attach), "attach to container " + *id + ": Container " + *id + " is not running");
+  const absl::Status resize = client_->ResizeContainer(Ctx(), *id, ConsoleSize{.height = 24, .width = 80});
+  EXPECT_EQ(resize.code(), absl::StatusCode::kFailedPrecondition) << resize;
+  EXPECT_EQ(client_->AttachContainer(Ctx(), "dockershim-no-such-container", {}).status().code(),
+            absl::StatusCode::kNotFound);
 }
 
 }  // namespace

@@ -1,5 +1,7 @@
 #include "dockerclient/docker_client_impl.h"
 
+#include <poll.h>
+#include <sys/socket.h>
 #include <unistd.h>
 
 #include <atomic>
@@ -11,6 +13,7 @@
 #include <gtest/gtest.h>
 
 #include "absl/strings/str_cat.h"
+#include "dockerclient/stdcopy.h"
 #include "tests/unit/test_http_server.h"
 
 namespace dockerclient {
@@ -109,6 +112,7 @@ struct Reply {
   std::string data;
   bool hang = false;   // after `data`, send nothing more until the client goes away
   bool close = false;  // close the connection after `data` (a body that ends at EOF)
+  std::function<void(int fd)> then = nullptr;  // serves the connection after `data` (a hijack), then closes it
 };
 
 class FakeDockerd {
@@ -156,6 +160,7 @@ class FakeDockerd {
         }
       }
       if (!testhttp::WriteAll(fd, reply.data) || reply.close) return;
+      if (reply.then) return reply.then(fd);
       if (reply.hang) {
         char byte;
         while (::read(fd, &byte, 1) > 0) {
@@ -505,6 +510,191 @@ TEST(DockerClientImplTest, ExecOutlivingTheDeadlineIsAbandoned) {
       client->RunExec(common::Context::WithTimeout(absl::Milliseconds(300)), "e1", false, output);
   EXPECT_EQ(status.code(), absl::StatusCode::kDeadlineExceeded) << status;
   EXPECT_EQ(out, "partial");
+}
+
+// ---- Hijacked streams and resizes ----
+
+constexpr char kUpgraded[] = "HTTP/1.1 101 UPGRADED\r\nContent-Type: application/vnd.docker.raw-stream\r\n"
+                             "Connection: Upgrade\r\nUpgrade: tcp\r\n\r\n";
+
+// Reads `fd` until EOF (failing the test when it does not come within 5 s).
+std::string ReadToEof(int fd) {
+  std::string out;
+  char chunk[4096];
+  for (;;) {
+    pollfd p{fd, POLLIN, 0};
+    if (::poll(&p, 1, 5000) != 1) {
+      ADD_FAILURE() << "no EOF within 5s";
+      return out;
+    }
+    const ssize_t n = ::read(fd, chunk, sizeof(chunk));
+    if (n <= 0) return out;
+    out.append(chunk, static_cast<size_t>(n));
+  }
+}
+
+// A process as dockerd relays it without a TTY: 101 with early output, each piece of
+// stdin echoed as stdout, and at stdin's EOF a last stderr frame.
+Reply UpgradedEcho() {
+  Reply r{kUpgraded + Frame(1, "early ")};
+  r.then = [](int fd) {
+    char chunk[4096];
+    for (ssize_t n; (n = ::read(fd, chunk, sizeof(chunk))) > 0;) {
+      if (!testhttp::WriteAll(fd, Frame(1, std::string_view(chunk, static_cast<size_t>(n))))) return;
+    }
+    testhttp::WriteAll(fd, Frame(2, "stdin closed"));
+  };
+  return r;
+}
+
+TEST(DockerClientImplTest, StartExecAttachedHandsOverTheProcessStdio) {
+  FakeDockerd dockerd;
+  dockerd.On("POST /v1.41/exec/e1/start", [](auto&) { return UpgradedEcho(); });
+  auto conn = dockerd.Client()->StartExecAttached(Ctx(), "e1", false);
+  ASSERT_TRUE(conn.ok()) << conn.status();
+  const ReceivedRequest req = dockerd.requests().back();
+  EXPECT_THAT(req.head, HasSubstr("Connection: Upgrade"));
+  EXPECT_THAT(req.head, HasSubstr("Upgrade: tcp"));
+  EXPECT_EQ(json::parse(req.body), json({{"Detach", false}, {"Tty", false}}));
+
+  ASSERT_TRUE(testhttp::WriteAll(conn->fd.get(), "typed"));
+  ASSERT_EQ(::shutdown(conn->fd.get(), SHUT_WR), 0);
+  std::string out, err;
+  StdDemuxer demux([&](StdStream stream, std::string_view data) {
+    (stream == StdStream::kStdout ? out : err).append(data);
+  });
+  ASSERT_TRUE(demux.Feed(conn->buffered + ReadToEof(conn->fd.get())));
+  EXPECT_EQ(out, "early typed");
+  EXPECT_EQ(err, "stdin closed");
+}
+
+TEST(DockerClientImplTest, StartExecAttachedSendsTheTtyFlag) {
+  FakeDockerd dockerd;
+  dockerd.On("POST /v1.41/exec/e1/start", [](auto&) { return Reply{std::string(kUpgraded) + "$ "}; });
+  auto conn = dockerd.Client()->StartExecAttached(Ctx(), "e1", true);
+  ASSERT_TRUE(conn.ok()) << conn.status();
+  EXPECT_EQ(conn->buffered, "$ ");
+  EXPECT_EQ(json::parse(dockerd.requests().back().body), json({{"Detach", false}, {"Tty", true}}));
+}
+
+TEST(DockerClientImplTest, StartExecAttachedMapsRefusals) {
+  FakeDockerd dockerd;
+  dockerd.On("POST /v1.41/exec/gone/start",
+             [](auto&) { return Json(404, R"({"message":"No such exec instance: gone"})"); });
+  dockerd.On("POST /v1.41/exec/e1/start",
+             [](auto&) { return Json(409, R"({"message":"Container c1 is not running"})"); });
+  auto client = dockerd.Client();
+  const absl::Status gone = client->StartExecAttached(Ctx(), "gone", false).status();
+  EXPECT_EQ(gone.code(), absl::StatusCode::kNotFound);
+  EXPECT_EQ(gone.message(), "start exec gone: No such exec instance: gone");
+  const absl::Status stopped = client->StartExecAttached(Ctx(), "e1", false).status();
+  EXPECT_EQ(stopped.code(), absl::StatusCode::kFailedPrecondition);
+  EXPECT_EQ(stopped.message(), "start exec e1: Container c1 is not running");
+}
+
+Reply ContainerState(bool running) {
+  return Json(200, json({{"Id", "c1full"}, {"State", {{"Running", running}}}}).dump());
+}
+
+TEST(DockerClientImplTest, AttachAsksForTheRequestedStreamsOnly) {
+  FakeDockerd dockerd;
+  dockerd.On("GET /v1.41/containers/c1/json", [](auto&) { return ContainerState(true); });
+  dockerd.On("POST /v1.41/containers/c1/attach", [](auto&) { return Reply{std::string(kUpgraded) + "hi"}; });
+  auto client = dockerd.Client();
+  auto conn = client->AttachContainer(Ctx(), "c1", AttachOptions{.stdin = true, .stdout = true});
+  ASSERT_TRUE(conn.ok()) << conn.status();
+  EXPECT_EQ(conn->buffered, "hi");
+  ReceivedRequest req = dockerd.requests().back();
+  EXPECT_EQ(req.target, "/v1.41/containers/c1/attach?stream=1&stdin=1&stdout=1");
+  EXPECT_THAT(req.head, HasSubstr("Upgrade: tcp"));
+
+  ASSERT_TRUE(client->AttachContainer(Ctx(), "c1", AttachOptions{.stderr = true}).ok());
+  EXPECT_EQ(dockerd.requests().back().target, "/v1.41/containers/c1/attach?stream=1&stderr=1");
+}
+
+TEST(DockerClientImplTest, AttachToAStoppedContainerIsFailedPrecondition) {
+  FakeDockerd dockerd;
+  dockerd.On("GET /v1.41/containers/c1/json", [](auto&) { return ContainerState(false); });
+  const absl::Status status = dockerd.Client()->AttachContainer(Ctx(), "c1", AttachOptions{.stdout = true}).status();
+  EXPECT_EQ(status.code(), absl::StatusCode::kFailedPrecondition);
+  EXPECT_EQ(status.message(), "attach to container c1: Container c1full is not running");
+  // dockerd would have accepted it and waited for a start.
+  EXPECT_EQ(dockerd.Count("POST /v1.41/containers/c1/attach"), 0);
+}
+
+TEST(DockerClientImplTest, AttachToAMissingContainerIsNotFound) {
+  FakeDockerd dockerd;
+  dockerd.On("GET /v1.41/containers/gone/json",
+             [](auto&) { return Json(404, R"({"message":"No such container: gone"})"); });
+  const absl::Status status = dockerd.Client()->AttachContainer(Ctx(), "gone", AttachOptions{.stdout = true}).status();
+  EXPECT_EQ(status.code(), absl::StatusCode::kNotFound);
+  EXPECT_EQ(status.message(), "attach to container gone: No such container: gone");
+}
+
+TEST(DockerClientImplTest, ResizeSendsRowsAndColumns) {
+  FakeDockerd dockerd;
+  dockerd.On("POST /v1.41/exec/e1/resize", [](auto&) { return Json(200, ""); });
+  dockerd.On("POST /v1.41/containers/c1/resize", [](auto&) { return Json(200, ""); });
+  auto client = dockerd.Client();
+  ASSERT_TRUE(client->ResizeExec(Ctx(), "e1", ConsoleSize{.height = 24, .width = 80}).ok());
+  EXPECT_EQ(dockerd.requests().back().target, "/v1.41/exec/e1/resize?h=24&w=80");
+  ASSERT_TRUE(client->ResizeContainer(Ctx(), "c1", ConsoleSize{.height = 40, .width = 120}).ok());
+  EXPECT_EQ(dockerd.requests().back().target, "/v1.41/containers/c1/resize?h=40&w=120");
+}
+
+TEST(DockerClientImplTest, ResizeToAZeroDimensionIsInvalidWithoutAskingDocker) {
+  FakeDockerd dockerd;
+  auto client = dockerd.Client();
+  const absl::Status exec = client->ResizeExec(Ctx(), "e1", ConsoleSize{.height = 0, .width = 80});
+  EXPECT_EQ(exec.code(), absl::StatusCode::kInvalidArgument);
+  EXPECT_THAT(Message(exec), StartsWith("resize exec e1: terminal size 80x0"));
+  EXPECT_EQ(client->ResizeContainer(Ctx(), "c1", ConsoleSize{.height = 24, .width = 0}).code(),
+            absl::StatusCode::kInvalidArgument);
+  EXPECT_TRUE(dockerd.requests().empty());
+}
+
+TEST(DockerClientImplTest, ResizeOfAProcessThatIsNotRunningIsFailedPrecondition) {
+  FakeDockerd dockerd;
+  dockerd.On("POST /v1.41/exec/ended/resize",
+             [](auto&) { return Json(500, R"({"message":"cannot resize a stopped container: unknown"})"); });
+  dockerd.On("POST /v1.41/exec/unstarted/resize",
+             [](auto&) { return Json(500, R"({"message":"timeout waiting for exec session ready"})"); });
+  dockerd.On("POST /v1.41/exec/broken/resize", [](auto&) { return Json(500, R"({"message":"runc failed"})"); });
+  dockerd.On("POST /v1.41/containers/c1/resize",
+             [](auto&) { return Json(409, R"({"message":"Container c1 is not running"})"); });
+  auto client = dockerd.Client();
+  const ConsoleSize size{.height = 24, .width = 80};
+  const absl::Status ended = client->ResizeExec(Ctx(), "ended", size);
+  EXPECT_EQ(ended.code(), absl::StatusCode::kFailedPrecondition);
+  EXPECT_EQ(ended.message(),
+            "resize exec ended: the process is not running: cannot resize a stopped container: unknown");
+  EXPECT_EQ(client->ResizeExec(Ctx(), "unstarted", size).code(), absl::StatusCode::kFailedPrecondition);
+  EXPECT_EQ(client->ResizeExec(Ctx(), "broken", size).code(), absl::StatusCode::kInternal);
+  EXPECT_EQ(client->ResizeExec(Ctx(), "gone", size).code(), absl::StatusCode::kNotFound);
+  const absl::Status container = client->ResizeContainer(Ctx(), "c1", size);
+  EXPECT_EQ(container.code(), absl::StatusCode::kFailedPrecondition);
+  EXPECT_EQ(container.message(), "resize container c1: Container c1 is not running");
+}
+
+// The body CreateExec sends with a console size to a dockerd of `api_version`.
+json CreateExecBody(const std::string& api_version) {
+  FakeDockerd dockerd;
+  dockerd.SetApiVersion(api_version);
+  dockerd.On(absl::StrCat("POST /v", api_version, "/containers/c1/exec"),
+             [](auto&) { return Json(201, R"({"Id":"e1"})"); });
+  ExecConfig config;
+  config.cmd = {"sh"};
+  config.tty = true;
+  config.console_size = ConsoleSize{.height = 24, .width = 80};
+  const auto id = dockerd.Client()->CreateExec(Ctx(), "c1", config);
+  EXPECT_TRUE(id.ok()) << id.status();
+  return json::parse(dockerd.requests().back().body);
+}
+
+TEST(DockerClientImplTest, CreateExecSendsTheConsoleSizeFromApi142) {
+  EXPECT_EQ(CreateExecBody("1.42")["ConsoleSize"], json({24, 80}));
+  EXPECT_EQ(CreateExecBody("1.45")["ConsoleSize"], json({24, 80}));
+  EXPECT_FALSE(CreateExecBody("1.41").contains("ConsoleSize"));
 }
 
 }  // namespace

@@ -1,6 +1,10 @@
 #include "tests/unit/fake_docker_client.h"
 
+#include <sys/socket.h>
+
 #include <algorithm>
+#include <cerrno>
+#include <cstring>
 #include <cstdio>
 #include <functional>
 
@@ -110,6 +114,21 @@ void FakeDockerClient::OnExec(
     std::function<ExecScript(const std::string& container_id, const std::vector<std::string>& cmd)> fn) {
   std::lock_guard lock(mu_);
   on_exec_ = std::move(fn);
+}
+
+void FakeDockerClient::OnStream(std::function<void(StreamPeer)> fn) {
+  std::lock_guard lock(mu_);
+  on_stream_ = std::move(fn);
+}
+
+void FakeDockerClient::FinishExec(const std::string& exec_id, int exit_code) {
+  std::lock_guard lock(mu_);
+  execs_.at(exec_id).exit_code = exit_code;
+}
+
+std::vector<FakeDockerClient::ResizeCall> FakeDockerClient::Resizes() const {
+  std::lock_guard lock(mu_);
+  return resizes_;
 }
 
 std::vector<std::string> FakeDockerClient::Calls() const {
@@ -316,6 +335,7 @@ absl::StatusOr<std::string> FakeDockerClient::CreateContainer(const common::Cont
   if (body.contains("Labels") && body["Labels"].is_object())
     for (auto& [k, v] : body["Labels"].items()) c.inspect.labels[k] = v.get<std::string>();
   c.inspect.hostname = body.value("Hostname", "");
+  c.inspect.tty = body.value("Tty", false);
   if (body.contains("HostConfig")) {
     c.inspect.network_mode = body["HostConfig"].value("NetworkMode", "");
     c.inspect.runtime = body["HostConfig"].value("Runtime", "");
@@ -406,7 +426,7 @@ absl::StatusOr<std::string> FakeDockerClient::CreateExec(const common::Context&,
         absl::StrCat("create exec in container ", container_id, ": Container ", found, " is not running"));
   }
   const std::string id = absl::StrCat("exec", next_id_++);
-  execs_[id] = FakeExec{found, config.cmd, std::nullopt, 5000 + next_id_};
+  execs_[id] = FakeExec{found, config, std::nullopt, 5000 + next_id_};
   return id;
 }
 
@@ -418,7 +438,7 @@ absl::Status FakeDockerClient::RunExec(const common::Context& ctx, const std::st
     if (auto s = Record("RunExec"); !s.ok()) return s;
     auto it = execs_.find(exec_id);
     if (it == execs_.end()) return absl::NotFoundError(absl::StrCat("run exec ", exec_id, ": No such exec instance"));
-    if (on_exec_) script = on_exec_(it->second.container_id, it->second.cmd);
+    if (on_exec_) script = on_exec_(it->second.container_id, it->second.config.cmd);
     if (!script.hang) it->second.exit_code = script.exit_code;
   }
   if (script.hang) {
@@ -441,6 +461,100 @@ absl::StatusOr<dockerclient::ExecInspect> FakeDockerClient::InspectExec(const co
   inspect.running = !it->second.exit_code.has_value();
   inspect.pid = it->second.pid;
   return inspect;
+}
+
+absl::StatusOr<dockerclient::HijackedConnection> FakeDockerClient::HandOver(StreamPeer peer) {
+  int fds[2];
+  if (::socketpair(AF_UNIX, SOCK_STREAM | SOCK_CLOEXEC, 0, fds) != 0) {
+    return absl::InternalError(absl::StrCat("socketpair: ", std::strerror(errno)));
+  }
+  dockerclient::HijackedConnection shim_end{common::UniqueFd(fds[0]), ""};
+  peer.fd.Reset(fds[1]);
+  std::function<void(StreamPeer)> on_stream;
+  {
+    std::lock_guard lock(mu_);
+    on_stream = on_stream_;
+  }
+  if (on_stream) on_stream(std::move(peer));
+  return shim_end;
+}
+
+absl::StatusOr<dockerclient::HijackedConnection> FakeDockerClient::StartExecAttached(const common::Context&,
+                                                                                   const std::string& exec_id, bool) {
+  StreamPeer peer;
+  {
+    std::lock_guard lock(mu_);
+    if (auto s = Record("StartExecAttached"); !s.ok()) return s;
+    auto it = execs_.find(exec_id);
+    if (it == execs_.end()) {
+      return absl::NotFoundError(absl::StrCat("start exec ", exec_id, ": No such exec instance: ", exec_id));
+    }
+    if (!containers_.at(it->second.container_id).inspect.state.running) {
+      return absl::FailedPreconditionError(
+          absl::StrCat("start exec ", exec_id, ": Container ", it->second.container_id, " is not running"));
+    }
+    peer.id = exec_id;
+    peer.container_id = it->second.container_id;
+    peer.config = it->second.config;
+  }
+  return HandOver(std::move(peer));
+}
+
+absl::Status FakeDockerClient::ResizeExec(const common::Context&, const std::string& exec_id,
+                                          dockerclient::ConsoleSize size) {
+  std::lock_guard lock(mu_);
+  if (auto s = Record("ResizeExec"); !s.ok()) return s;
+  auto it = execs_.find(exec_id);
+  if (it == execs_.end()) {
+    return absl::NotFoundError(absl::StrCat("resize exec ", exec_id, ": No such exec instance: ", exec_id));
+  }
+  if (size.height == 0 || size.width == 0) {
+    return absl::InvalidArgumentError(absl::StrCat("resize exec ", exec_id, ": zero terminal dimension"));
+  }
+  if (it->second.exit_code) {
+    return absl::FailedPreconditionError(absl::StrCat("resize exec ", exec_id, ": the process is not running"));
+  }
+  resizes_.push_back({exec_id, size});
+  return absl::OkStatus();
+}
+
+absl::StatusOr<dockerclient::HijackedConnection> FakeDockerClient::AttachContainer(
+    const common::Context&, const std::string& id, const dockerclient::AttachOptions& options) {
+  StreamPeer peer;
+  {
+    std::lock_guard lock(mu_);
+    if (auto s = Record("AttachContainer"); !s.ok()) return s;
+    const std::string found = FindContainerId(id);
+    if (found.empty()) return absl::NotFoundError(absl::StrCat("attach to container ", id, ": No such container: ", id));
+    const dockerclient::ContainerInspect& container = containers_.at(found).inspect;
+    if (!container.state.running) {
+      return absl::FailedPreconditionError(
+          absl::StrCat("attach to container ", id, ": Container ", found, " is not running"));
+    }
+    peer.id = peer.container_id = found;
+    peer.config.tty = container.tty;
+    peer.config.attach_stdin = options.stdin;
+    peer.config.attach_stdout = options.stdout;
+    peer.config.attach_stderr = options.stderr;
+  }
+  return HandOver(std::move(peer));
+}
+
+absl::Status FakeDockerClient::ResizeContainer(const common::Context&, const std::string& id,
+                                               dockerclient::ConsoleSize size) {
+  std::lock_guard lock(mu_);
+  if (auto s = Record("ResizeContainer"); !s.ok()) return s;
+  const std::string found = FindContainerId(id);
+  if (found.empty()) return absl::NotFoundError(absl::StrCat("resize container ", id, ": No such container: ", id));
+  if (size.height == 0 || size.width == 0) {
+    return absl::InvalidArgumentError(absl::StrCat("resize container ", id, ": zero terminal dimension"));
+  }
+  if (!containers_.at(found).inspect.state.running) {
+    return absl::FailedPreconditionError(
+        absl::StrCat("resize container ", id, ": Container ", found, " is not running"));
+  }
+  resizes_.push_back({found, size});
+  return absl::OkStatus();
 }
 
 }  // namespace testing_fakes

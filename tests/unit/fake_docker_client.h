@@ -41,6 +41,27 @@ class FakeDockerClient : public dockerclient::DockerClient {
   };
   // Decides each exec's behaviour from the container ID and command (default: exit 0, no output).
   void OnExec(std::function<ExecScript(const std::string& container_id, const std::vector<std::string>& cmd)> fn);
+  // dockerd's end of a stream that StartExecAttached or AttachContainer handed the shim
+  // (one socketpair(AF_UNIX, SOCK_STREAM); the shim got the other end).
+  struct StreamPeer {
+    std::string id;  // the exec ID, or the container ID for an attach
+    std::string container_id;
+    // The exec's config; for an attach, the container's tty and the attached streams.
+    dockerclient::ExecConfig config;
+    common::UniqueFd fd;
+  };
+  // Plays dockerd on each new stream: `fn` gets the peer and may keep it or hand it to a
+  // thread. Called without the fake's lock. Without it, peers are closed at once (the
+  // shim reads EOF).
+  void OnStream(std::function<void(StreamPeer)> fn);
+  // Ends an exec started by StartExecAttached: InspectExec reports it running until then.
+  void FinishExec(const std::string& exec_id, int exit_code);
+  struct ResizeCall {
+    std::string id;  // exec or container ID
+    dockerclient::ConsoleSize size;
+  };
+  // Successful ResizeExec and ResizeContainer calls, in order.
+  std::vector<ResizeCall> Resizes() const;
   std::vector<std::string> Calls() const;
   int CallCount(const std::string& op) const;
   std::string LastRegistryAuth() const;
@@ -79,9 +100,21 @@ class FakeDockerClient : public dockerclient::DockerClient {
                        const dockerclient::ExecOutput& output) override;
   absl::StatusOr<dockerclient::ExecInspect> InspectExec(const common::Context& ctx,
                                                         const std::string& exec_id) override;
+  // FAILED_PRECONDITION when the exec's container is not running.
+  absl::StatusOr<dockerclient::HijackedConnection> StartExecAttached(const common::Context& ctx,
+                                                                     const std::string& exec_id, bool tty) override;
+  // FAILED_PRECONDITION once the exec has finished, as dockerd.
+  absl::Status ResizeExec(const common::Context& ctx, const std::string& exec_id,
+                          dockerclient::ConsoleSize size) override;
+  absl::StatusOr<dockerclient::HijackedConnection> AttachContainer(const common::Context& ctx, const std::string& id,
+                                                                   const dockerclient::AttachOptions& options) override;
+  absl::Status ResizeContainer(const common::Context& ctx, const std::string& id,
+                               dockerclient::ConsoleSize size) override;
 
  private:
   absl::Status Record(const std::string& op);  // call with mu_ held
+  // A socketpair: the shim's end is returned, the peer goes to the OnStream callback.
+  absl::StatusOr<dockerclient::HijackedConnection> HandOver(StreamPeer peer);
   std::string FindImageId(const std::string& ref) const;
   std::string FindContainerId(const std::string& id_or_name) const;
 
@@ -94,12 +127,14 @@ class FakeDockerClient : public dockerclient::DockerClient {
   std::string last_registry_auth_;
   struct FakeExec {
     std::string container_id;
-    std::vector<std::string> cmd;
-    std::optional<int> exit_code;  // set once run
+    dockerclient::ExecConfig config;
+    std::optional<int> exit_code;  // set once run or finished
     int pid = 0;                   // "host PID" of the exec process
   };
   std::map<std::string, FakeExec> execs_;
   std::function<ExecScript(const std::string&, const std::vector<std::string>&)> on_exec_;
+  std::function<void(StreamPeer)> on_stream_;
+  std::vector<ResizeCall> resizes_;
   int next_id_ = 1;
   bool exit_on_start_ = false;
   std::string exit_on_start_error_;

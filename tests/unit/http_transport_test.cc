@@ -1,5 +1,7 @@
 #include "dockerclient/http_transport.h"
 
+#include <fcntl.h>
+#include <poll.h>
 #include <sys/socket.h>
 #include <sys/un.h>
 #include <unistd.h>
@@ -312,6 +314,140 @@ TEST(HttpTransportTest, UnknownMethodIsInvalidArgument) {
   HttpTransport transport("/nonexistent.sock", "unix:///nonexistent.sock");
   auto response = transport.Request(Timeout(absl::Seconds(1)), "FETCH", "/x");
   EXPECT_EQ(response.status().code(), absl::StatusCode::kInvalidArgument);
+}
+
+// ---- Hijack ----
+
+constexpr char kUpgraded[] = "HTTP/1.1 101 UPGRADED\r\nContent-Type: application/vnd.docker.raw-stream\r\n"
+                             "Connection: Upgrade\r\nUpgrade: tcp\r\n\r\n";
+
+// Reads `fd` until EOF; empty plus a failure when nothing ends it within 5 s.
+std::string ReadToEof(int fd) {
+  std::string out;
+  char chunk[4096];
+  for (;;) {
+    pollfd p{fd, POLLIN, 0};
+    if (::poll(&p, 1, 5000) != 1) {
+      ADD_FAILURE() << "no EOF within 5s after \"" << out << "\"";
+      return out;
+    }
+    const ssize_t n = ::read(fd, chunk, sizeof(chunk));
+    if (n <= 0) return out;
+    out.append(chunk, static_cast<size_t>(n));
+  }
+}
+
+// Plays dockerd after an upgrade: answers with 101 and `early` in one write, then
+// echoes what the client writes and, at the client's EOF, says "bye" and hangs up.
+void UpgradeAndEcho(std::string early, std::string* head, int fd) {
+  std::string buffer;
+  auto req = ReadRequest(fd, buffer);
+  if (!req) return;
+  *head = req->head;
+  if (!WriteAll(fd, kUpgraded + early)) return;
+  char chunk[4096];
+  for (ssize_t n; (n = ::read(fd, chunk, sizeof(chunk))) > 0;) {
+    if (!WriteAll(fd, std::string_view(chunk, static_cast<size_t>(n)))) return;
+  }
+  WriteAll(fd, "bye");
+}
+
+TEST(HttpTransportTest, HijackHandsOverTheSocketWithTheBytesReadPastTheHeader) {
+  std::string head;
+  UnixHttpServer server([&](int fd, int) { UpgradeAndEcho("early output", &head, fd); });
+  HttpTransport transport(server.path(), server.endpoint());
+  auto hijack = transport.Hijack(Timeout(absl::Seconds(5)), "POST", "/exec/e1/start", R"({"Detach":false})");
+  ASSERT_TRUE(hijack.ok()) << hijack.status();
+  EXPECT_EQ(hijack->response.status, 101);
+  EXPECT_EQ(hijack->response.headers["upgrade"], "tcp");
+  ASSERT_TRUE(hijack->fd.valid());
+  EXPECT_EQ(hijack->buffered, "early output");
+  EXPECT_THAT(head, HasSubstr("POST /exec/e1/start HTTP/1.1"));
+  EXPECT_THAT(head, HasSubstr("Connection: Upgrade"));
+  EXPECT_THAT(head, HasSubstr("Upgrade: tcp"));
+
+  const int fd = hijack->fd.get();
+  EXPECT_EQ(::fcntl(fd, F_GETFL) & O_NONBLOCK, 0) << "handed over in blocking mode";
+  EXPECT_NE(::fcntl(fd, F_GETFD) & FD_CLOEXEC, 0);
+  ASSERT_TRUE(WriteAll(fd, "stdin data"));
+  ASSERT_EQ(::shutdown(fd, SHUT_WR), 0);
+  // The echo, then "bye": the server saw our half-close as EOF.
+  EXPECT_EQ(ReadToEof(fd), "stdin databye");
+}
+
+TEST(HttpTransportTest, HijackedConnectionOutlivesTheHandshakeDeadline) {
+  std::string head;
+  UnixHttpServer server([&](int fd, int) { UpgradeAndEcho("", &head, fd); });
+  HttpTransport transport(server.path(), server.endpoint());
+  auto hijack = transport.Hijack(Timeout(absl::Milliseconds(200)), "POST", "/containers/c1/attach?stream=1");
+  ASSERT_TRUE(hijack.ok()) << hijack.status();
+  std::this_thread::sleep_for(std::chrono::milliseconds(400));
+  ASSERT_TRUE(WriteAll(hijack->fd.get(), "late"));
+  ::shutdown(hijack->fd.get(), SHUT_WR);
+  EXPECT_EQ(ReadToEof(hijack->fd.get()), "latebye");
+}
+
+TEST(HttpTransportTest, HijackTakesA200RawStreamThatRunsUntilEof) {
+  UnixHttpServer server([](int fd, int) {
+    std::string buffer;
+    if (!ReadRequest(fd, buffer)) return;
+    WriteAll(fd, "HTTP/1.1 200 OK\r\nContent-Type: application/vnd.docker.raw-stream\r\n\r\nraw ");
+    WriteAll(fd, "rest");
+  });
+  HttpTransport transport(server.path(), server.endpoint());
+  auto hijack = transport.Hijack(Timeout(absl::Seconds(5)), "POST", "/exec/e1/start");
+  ASSERT_TRUE(hijack.ok()) << hijack.status();
+  EXPECT_EQ(hijack->response.status, 200);
+  ASSERT_TRUE(hijack->fd.valid());
+  EXPECT_EQ(hijack->buffered + ReadToEof(hijack->fd.get()), "raw rest");
+}
+
+TEST(HttpTransportTest, HijackRefusedReturnsTheWholeErrorAndPoolsTheConnection) {
+  UnixHttpServer server([](int fd, int) {
+    std::string buffer;
+    if (ReadRequest(fd, buffer)) {
+      WriteAll(fd, "HTTP/1.1 409 Conflict\r\nTransfer-Encoding: chunked\r\n\r\n"
+                   "b\r\n{\"message\":\r\nf\r\n\"not running\"}\n\r\n0\r\n\r\n");
+    }
+    EchoTarget(fd, 0);
+  });
+  HttpTransport transport(server.path(), server.endpoint());
+  auto hijack = transport.Hijack(Timeout(absl::Seconds(5)), "POST", "/exec/e1/start");
+  ASSERT_TRUE(hijack.ok()) << hijack.status();
+  EXPECT_EQ(hijack->response.status, 409);
+  EXPECT_EQ(hijack->response.body, "{\"message\":\"not running\"}\n");
+  EXPECT_FALSE(hijack->fd.valid());
+  EXPECT_TRUE(hijack->buffered.empty());
+  ASSERT_TRUE(transport.Request(Timeout(absl::Seconds(5)), "GET", "/next").ok());
+  EXPECT_EQ(server.accepted(), 1);
+}
+
+TEST(HttpTransportTest, HijackedConnectionIsNeverPooled) {
+  std::string head;
+  UnixHttpServer server([&](int fd, int index) {
+    if (index == 0) return UpgradeAndEcho("", &head, fd);
+    EchoTarget(fd, index);
+  });
+  HttpTransport transport(server.path(), server.endpoint());
+  auto hijack = transport.Hijack(Timeout(absl::Seconds(5)), "POST", "/exec/e1/start");
+  ASSERT_TRUE(hijack.ok()) << hijack.status();
+  auto next = transport.Request(Timeout(absl::Seconds(5)), "GET", "/next");
+  ASSERT_TRUE(next.ok()) << next.status();
+  EXPECT_EQ(next->body, "/next");
+  EXPECT_EQ(server.accepted(), 2);
+}
+
+TEST(HttpTransportTest, HijackHandshakeHonoursTheDeadline) {
+  UnixHttpServer server([](int fd, int) { WaitForClose(fd); });
+  HttpTransport transport(server.path(), server.endpoint());
+  const absl::Time start = absl::Now();
+  auto hijack = transport.Hijack(Timeout(absl::Milliseconds(300)), "POST", "/exec/e1/start?x=1");
+  const absl::Duration elapsed = absl::Now() - start;
+  ASSERT_FALSE(hijack.ok());
+  EXPECT_EQ(hijack.status().code(), absl::StatusCode::kDeadlineExceeded);
+  EXPECT_THAT(hijack.status().message(), HasSubstr("POST /exec/e1/start"));
+  EXPECT_GE(elapsed, absl::Milliseconds(250));
+  EXPECT_LT(elapsed, absl::Seconds(2));
 }
 
 }  // namespace
