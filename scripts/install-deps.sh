@@ -10,6 +10,8 @@ PKGS=(
   libgrpc++-dev protobuf-compiler-grpc libprotobuf-dev protobuf-compiler libabsl-dev
   libboost1.81-dev nlohmann-json3-dev zlib1g-dev libcli11-dev
   libgtest-dev libgmock-dev libbenchmark-dev
+  libssl-dev  # TLS for the streaming server (Boost.Asio SSL)
+  clang libclang-rt-14-dev  # libFuzzer targets with ASan/UBSan (scripts/fuzz.sh)
   # runtime and integration tests: a real Docker Engine, CNI plugins, a registry
   docker.io containerd runc runsc busybox-static docker-registry apache2-utils
   containernetworking-plugins iproute2 iptables curl openssl ca-certificates procps

@@ -46,6 +46,10 @@ struct ProcessIo {
   common::UniqueFd fd;
   std::string buffered;      // output that arrived with the handover
   bool multiplexed = false;  // output framed per dockerclient/stdcopy.h (no TTY); raw when false
+  // Whether the client's stdin EOF is passed on as shutdown(SHUT_WR). Not for a
+  // terminal: Docker answers a TTY's stdin EOF by ending the output, while the process
+  // runs on (and a terminal has no end of input to pass; ^D is a byte).
+  bool half_close_stdin = true;
 };
 
 // A started exec or attach. Calls block; the server makes them on its worker threads.
