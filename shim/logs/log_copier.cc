@@ -1,0 +1,318 @@
+#include "shim/logs/log_copier.h"
+
+#include <fcntl.h>
+#include <sys/stat.h>
+#include <unistd.h>
+
+#include <cerrno>
+#include <cstring>
+#include <future>
+#include <optional>
+#include <utility>
+
+#include <boost/asio/post.hpp>
+#include <boost/asio/steady_timer.hpp>
+
+#include "absl/strings/str_cat.h"
+#include "common/log.h"
+#include "common/unique_fd.h"
+#include "dockerclient/log_stream.h"
+#include "dockerclient/stdcopy.h"
+#include "shim/logs/cri_log.h"
+
+namespace shim::logs {
+
+namespace asio = boost::asio;
+using ErrorCode = boost::system::error_code;
+
+namespace {
+
+constexpr absl::Duration kReopenWait = absl::Seconds(5);
+constexpr absl::Duration kPingTimeout = absl::Seconds(5);
+// Docker's messages are at most 16 KiB (longer lines come as partial messages); a
+// TTY's line without a '\n' is cut here.
+constexpr std::size_t kMaxMessage = 64 << 10;
+// How often a file that cannot be written is tried again.
+constexpr absl::Duration kReopenRetry = absl::Seconds(1);
+
+common::UniqueFd OpenLog(const std::string& path) {
+  return common::UniqueFd(::open(path.c_str(), O_WRONLY | O_CREAT | O_APPEND | O_CLOEXEC, 0640));
+}
+
+}  // namespace
+
+class LogCopier::Follower final : public std::enable_shared_from_this<Follower> {
+ public:
+  Follower(LogCopier& copier, std::string id, std::string path, bool tty, std::string api_version)
+      : copier_(copier),
+        id_(std::move(id)),
+        path_(std::move(path)),
+        tty_(tty),
+        api_version_(std::move(api_version)),
+        retry_(copier.ioc_),
+        frames_([this](dockerclient::StdStream s, std::string_view m) { OnFrame(s, m); }, kMaxMessage) {}
+
+  void Start() {
+    // Resume from what the file holds; a partial last line (an interrupted write) is
+    // cut, and its message comes again from Docker.
+    absl::StatusOr<ResumePoint> resume = FindResumePoint(path_);
+    if (!resume.ok()) {
+      LOG_WARN << "container " << id_ << " log: " << resume.status().message() << "; appending after it";
+    } else {
+      last_nanos_ = resume->last_nanos;
+      lines_at_last_ = resume->lines_at_last;
+      struct stat st;
+      if (::stat(path_.c_str(), &st) == 0 && static_cast<uint64_t>(st.st_size) > resume->valid_length &&
+          ::truncate(path_.c_str(), static_cast<off_t>(resume->valid_length)) != 0) {
+        LOG_WARN << "container " << id_ << " log: cannot cut the partial last line of " << path_ << ": "
+                 << std::strerror(errno);
+      }
+    }
+    OpenFile();
+    StartStream();
+  }
+
+  void Reopen() {
+    fd_.Reset();
+    OpenFile();
+  }
+
+  void Stop() {
+    stopped_ = true;
+    retry_.cancel();
+    if (stream_) stream_->Cancel();
+    fd_.Reset();
+    Deactivate();
+  }
+
+ private:
+  void OpenFile() {
+    fd_ = OpenLog(path_);
+    if (fd_) {
+      write_failing_ = false;
+      return;
+    }
+    if (!write_failing_) {
+      LOG_WARN << "container " << id_ << ": cannot open its log " << path_ << ": " << std::strerror(errno)
+               << "; its output is dropped until that works";
+    }
+    write_failing_ = true;
+    last_open_attempt_ = absl::Now();
+  }
+
+  void StartStream() {
+    // Messages at the last timestamp come again (`since` is inclusive); the lines
+    // made from them that the file already holds are skipped.
+    skip_nanos_ = last_nanos_;
+    skip_lines_ = lines_at_last_;
+    dockerclient::LogStreamOptions options;
+    options.socket_path = copier_.options_.docker_socket_path;
+    options.api_version = api_version_;
+    options.container_id = id_;
+    if (last_nanos_ > 0) options.since = SinceParameter(last_nanos_);
+    std::weak_ptr<Follower> weak = weak_from_this();
+    stream_ = std::make_shared<dockerclient::LogStream>(
+        copier_.ioc_.get_executor(), options,
+        [weak](std::string_view data) {
+          if (auto self = weak.lock()) self->OnData(data);
+        },
+        [weak](absl::Status status) {
+          if (auto self = weak.lock()) self->OnEnd(std::move(status));
+        });
+    stream_->Start();
+  }
+
+  void OnData(std::string_view data) {
+    if (tty_) {
+      SplitTtyLines(data);
+    } else if (!frames_.Feed(data)) {
+      LOG_WARN << "container " << id_ << ": Docker's log stream is not in its multiplexed format; stopping the copy";
+      return Finish();
+    }
+    Flush();
+  }
+
+  // A TTY's stream has no frames: each message is one line.
+  void SplitTtyLines(std::string_view data) {
+    while (!data.empty()) {
+      const std::size_t nl = data.find('\n');
+      const std::size_t take = nl == std::string_view::npos ? data.size() : nl + 1;
+      tty_line_.append(data.substr(0, take));
+      data.remove_prefix(take);
+      if (tty_line_.back() == '\n' || tty_line_.size() >= kMaxMessage) {
+        OnMessage(LogStream::kStdout, tty_line_);
+        tty_line_.clear();
+      }
+    }
+  }
+
+  void OnFrame(dockerclient::StdStream stream, std::string_view message) {
+    if (stream != dockerclient::StdStream::kStdout && stream != dockerclient::StdStream::kStderr) return;
+    OnMessage(stream == dockerclient::StdStream::kStdout ? LogStream::kStdout : LogStream::kStderr, message);
+  }
+
+  void OnMessage(LogStream stream, std::string_view message) {
+    absl::StatusOr<DockerLogMessage> parsed = ParseDockerLogMessage(message);
+    if (!parsed.ok()) {
+      LOG_DEBUG << "container " << id_ << " log: skipping a message: " << parsed.status().message();
+      return;
+    }
+    absl::StatusOr<int64_t> nanos = TimestampNanos(parsed->timestamp);
+    if (!nanos.ok()) return;
+    if (*nanos < skip_nanos_) return;  // already copied
+    std::string lines;
+    AppendCriLines(stream, parsed->timestamp, parsed->content, lines);
+    std::string_view fresh = lines;
+    if (*nanos == skip_nanos_) {
+      for (; skip_lines_ > 0 && !fresh.empty(); --skip_lines_) fresh.remove_prefix(fresh.find('\n') + 1);
+    } else {
+      skip_nanos_ = 0;
+    }
+    const int count = static_cast<int>(std::count(fresh.begin(), fresh.end(), '\n'));
+    if (count == 0) return;
+    if (*nanos == last_nanos_) {
+      lines_at_last_ += count;
+    } else {
+      last_nanos_ = *nanos;
+      lines_at_last_ = count;
+    }
+    pending_.append(fresh);
+  }
+
+  // One write per piece read from Docker.
+  void Flush() {
+    if (pending_.empty()) return;
+    if (!fd_ && absl::Now() - last_open_attempt_ >= kReopenRetry) OpenFile();
+    std::string_view left = pending_;
+    while (fd_ && !left.empty()) {
+      const ssize_t n = ::write(fd_.get(), left.data(), left.size());
+      if (n < 0 && errno == EINTR) continue;
+      if (n <= 0) {
+        LOG_WARN << "container " << id_ << ": cannot write its log " << path_ << ": " << std::strerror(errno)
+                 << "; its output is dropped until that works";
+        write_failing_ = true;
+        last_open_attempt_ = absl::Now();
+        fd_.Reset();
+        break;
+      }
+      left.remove_prefix(static_cast<std::size_t>(n));
+      copier_.bytes_written_ += static_cast<uint64_t>(n);
+    }
+    pending_.clear();
+  }
+
+  void OnEnd(absl::Status status) {
+    stream_.reset();
+    if (stopped_) return;
+    if (status.ok() || absl::IsNotFound(status)) return Finish();  // stopped, or removed
+    if (absl::IsInvalidArgument(status) || absl::IsUnimplemented(status)) {
+      LOG_WARN << "container " << id_ << ": " << status.message() << "; its CRI log stays empty";
+      return Finish();
+    }
+    LOG_INFO << "container " << id_ << " log: " << status.message() << "; resuming in "
+             << copier_.options_.retry_delay;
+    retry_.expires_after(absl::ToChronoNanoseconds(copier_.options_.retry_delay));
+    retry_.async_wait([self = shared_from_this()](ErrorCode ec) {
+      if (!ec && !self->stopped_) self->StartStream();
+    });
+  }
+
+  void Finish() {
+    if (!tty_line_.empty()) {
+      OnMessage(LogStream::kStdout, tty_line_);
+      tty_line_.clear();
+      Flush();
+    }
+    if (stream_) stream_->Cancel();
+    fd_.Reset();
+    Deactivate();
+  }
+
+  // Counted in Stats() from Start until its copy finished or stopped.
+  void Deactivate() {
+    if (finished_) return;
+    finished_ = true;
+    --copier_.following_;
+  }
+
+  LogCopier& copier_;
+  const std::string id_, path_;
+  const bool tty_;
+  const std::string api_version_;
+  asio::steady_timer retry_;
+  dockerclient::StdFrameReader frames_;
+  std::shared_ptr<dockerclient::LogStream> stream_;
+  common::UniqueFd fd_;
+  bool write_failing_ = false, stopped_ = false, finished_ = false;
+  absl::Time last_open_attempt_ = absl::InfinitePast();
+  std::string tty_line_, pending_;
+  int64_t last_nanos_ = 0;  // the last line written
+  int lines_at_last_ = 0;
+  int64_t skip_nanos_ = 0;  // while resuming
+  int skip_lines_ = 0;
+};
+
+LogCopier::LogCopier(dockerclient::DockerClient& docker, CopierOptions options)
+    : docker_(docker), options_(std::move(options)), work_(asio::make_work_guard(ioc_)), thread_([this] { ioc_.run(); }) {}
+
+LogCopier::~LogCopier() { Stop(); }
+
+void LogCopier::Follow(const std::string& container_id, const std::string& path, bool tty) {
+  absl::StatusOr<std::string> api = docker_.Ping(common::Context::WithTimeout(kPingTimeout));
+  if (!api.ok()) {
+    LOG_WARN << "container " << container_id << ": cannot copy its log: " << api.status().message();
+    return;
+  }
+  asio::post(ioc_, [this, container_id, path, tty, api = *api] {
+    if (stopped_ || followers_.count(container_id)) return;
+    auto follower = std::make_shared<Follower>(*this, container_id, path, tty, api);
+    followers_.emplace(container_id, follower);
+    ++following_;
+    follower->Start();
+  });
+}
+
+absl::Status LogCopier::Reopen(const std::string& container_id) {
+  auto done = std::make_shared<std::promise<absl::Status>>();
+  std::future<absl::Status> result = done->get_future();
+  asio::post(ioc_, [this, container_id, done] {
+    auto it = followers_.find(container_id);
+    if (it == followers_.end()) {
+      return done->set_value(absl::NotFoundError(absl::StrCat("the log of container ", container_id, " is not copied")));
+    }
+    it->second->Reopen();
+    done->set_value(absl::OkStatus());
+  });
+  if (result.wait_for(absl::ToChronoNanoseconds(kReopenWait)) != std::future_status::ready) {
+    return absl::DeadlineExceededError("the log copier did not answer");
+  }
+  return result.get();
+}
+
+void LogCopier::Forget(const std::string& container_id) {
+  asio::post(ioc_, [this, container_id] {
+    auto it = followers_.find(container_id);
+    if (it == followers_.end()) return;
+    it->second->Stop();
+    followers_.erase(it);
+  });
+}
+
+CopierStats LogCopier::Stats() { return CopierStats{bytes_written_.load(), following_.load()}; }
+
+void LogCopier::Stop() {
+  if (stopped_ || !thread_.joinable()) return;
+  std::promise<void> done;
+  asio::post(ioc_, [this, &done] {
+    stopped_ = true;
+    for (auto& [id, follower] : followers_) follower->Stop();
+    followers_.clear();
+    done.set_value();
+  });
+  done.get_future().wait();
+  work_.reset();
+  ioc_.stop();
+  thread_.join();
+}
+
+}  // namespace shim::logs

@@ -1,0 +1,72 @@
+#pragma once
+// Writes each container's output at its CRI log path in the CRI format (cri_log.h),
+// copied from Docker's log stream. Docker keeps its own log (`docker logs` works, and
+// so does any log driver with Docker's dual logging), so the copy can always resume:
+// after a shim restart, a kill -9 or a dockerd restart, copying goes on after the last
+// timestamp the file holds, and nothing is lost or written twice.
+// One thread for all containers (an io_context; each container is one Docker
+// connection); memory per container is one read chunk and one partial message.
+// ReopenContainerLog is what makes the kubelet's log rotation work: the kubelet
+// renames the file, then the copier closes it and continues in a new one at the path.
+#include <atomic>
+#include <map>
+#include <memory>
+#include <string>
+#include <thread>
+
+#include <boost/asio/executor_work_guard.hpp>
+#include <boost/asio/io_context.hpp>
+
+#include "absl/status/status.h"
+#include "absl/time/time.h"
+#include "dockerclient/docker_client.h"
+
+namespace shim::logs {
+
+struct CopierOptions {
+  std::string docker_socket_path = "/var/run/docker.sock";
+  // After the stream broke (dockerd restarting), wait this long before resuming.
+  absl::Duration retry_delay = absl::Seconds(1);
+};
+
+struct CopierStats {
+  uint64_t bytes_written = 0;  // CRI log bytes, all containers, since start
+  int containers = 0;          // being copied now
+};
+
+class LogCopier {
+ public:
+  // `docker` answers the API version; it must outlive the copier.
+  LogCopier(dockerclient::DockerClient& docker, CopierOptions options);
+  ~LogCopier();  // Stop()
+  LogCopier(const LogCopier&) = delete;
+  LogCopier& operator=(const LogCopier&) = delete;
+
+  // Copies `container_id`'s output to `path` from where the file ends (the whole log
+  // for an empty file). `tty`: the container's output is a terminal's (one stream).
+  // Copying a container twice is a no-op.
+  void Follow(const std::string& container_id, const std::string& path, bool tty);
+  // Closes the file and goes on in a new one at the same path (the kubelet renamed
+  // the old one). Blocks until done. NOT_FOUND when the container is not copied.
+  absl::Status Reopen(const std::string& container_id);
+  // Stops copying (the container is being removed).
+  void Forget(const std::string& container_id);
+  CopierStats Stats();
+  // Stops every copy and joins the thread. Idempotent.
+  void Stop();
+
+  class Follower;
+
+ private:
+  dockerclient::DockerClient& docker_;
+  const CopierOptions options_;
+  boost::asio::io_context ioc_{1};
+  boost::asio::executor_work_guard<boost::asio::io_context::executor_type> work_;
+  std::map<std::string, std::shared_ptr<Follower>> followers_;  // only touched on the thread
+  std::atomic<uint64_t> bytes_written_{0};
+  std::atomic<int> following_{0};
+  std::thread thread_;
+  bool stopped_ = false;
+};
+
+}  // namespace shim::logs

@@ -1,0 +1,246 @@
+// The log copier against a scripted dockerd on a unix socket: Docker's chunked log
+// stream (multiplexed frames, or raw with a TTY) becomes CRI lines in the file, and
+// copying resumes without loss or duplicates after a restart or a broken stream.
+#include "shim/logs/log_copier.h"
+
+#include <gmock/gmock.h>
+#include <gtest/gtest.h>
+#include <stdlib.h>
+
+#include <atomic>
+#include <filesystem>
+#include <fstream>
+#include <functional>
+#include <mutex>
+#include <sstream>
+#include <string>
+#include <thread>
+#include <vector>
+
+#include "absl/strings/str_cat.h"
+#include "absl/time/clock.h"
+#include "tests/unit/fake_docker_client.h"
+#include "tests/unit/test_http_server.h"
+
+namespace shim::logs {
+namespace {
+
+namespace fs = std::filesystem;
+using ::testing::HasSubstr;
+
+constexpr absl::Duration kWait = absl::Seconds(10);
+
+std::string Frame(uint8_t stream, std::string_view payload) {
+  std::string frame(8, '\0');
+  frame[0] = static_cast<char>(stream);
+  const auto size = static_cast<uint32_t>(payload.size());
+  for (int i = 0; i < 4; ++i) frame[4 + i] = static_cast<char>(size >> (8 * (3 - i)));
+  return frame + std::string(payload);
+}
+
+std::string Chunk(std::string_view data) {
+  std::ostringstream size;
+  size << std::hex << data.size();
+  return absl::StrCat(size.str(), "\r\n", std::string(data), "\r\n");
+}
+
+constexpr std::string_view kOk = "HTTP/1.1 200 OK\r\nTransfer-Encoding: chunked\r\n\r\n";
+constexpr std::string_view kEnd = "0\r\n\r\n";
+
+std::string ReadFile(const std::string& path) {
+  std::ifstream in(path);
+  std::stringstream all;
+  all << in.rdbuf();
+  return all.str();
+}
+
+bool Eventually(const std::function<bool()>& done) {
+  const absl::Time until = absl::Now() + kWait;
+  while (absl::Now() < until) {
+    if (done()) return true;
+    absl::SleepFor(absl::Milliseconds(5));
+  }
+  return done();
+}
+
+class LogCopierTest : public ::testing::Test {
+ protected:
+  void SetUp() override {
+    char dir[] = "/tmp/log_copier_test.XXXXXX";
+    root_ = ::mkdtemp(dir);
+    path_ = root_ + "/pod/app/0.log";
+    fs::create_directories(fs::path(path_).parent_path());
+    docker_.version.api_version = "1.41";
+  }
+  void TearDown() override { fs::remove_all(root_); }
+
+  // Serves each logs request with `script(fd, index)`; records the request targets.
+  void Serve(std::function<void(int fd, int index)> script) {
+    server_ = std::make_unique<testhttp::UnixHttpServer>([this, script](int fd, int index) {
+      std::string buffer;
+      auto request = testhttp::ReadRequest(fd, buffer);
+      if (!request) return;
+      {
+        std::lock_guard<std::mutex> lock(mu_);
+        targets_.push_back(request->target);
+      }
+      script(fd, index);
+    });
+    CopierOptions options;
+    options.docker_socket_path = server_->path();
+    options.retry_delay = absl::Milliseconds(20);
+    copier_ = std::make_unique<LogCopier>(docker_, options);
+  }
+
+  std::vector<std::string> Targets() {
+    std::lock_guard<std::mutex> lock(mu_);
+    return targets_;
+  }
+
+  bool FileHolds(const std::string& want) {
+    return Eventually([&] { return ReadFile(path_) == want; });
+  }
+
+  std::string root_, path_;
+  testing_fakes::FakeDockerClient docker_;
+  std::unique_ptr<testhttp::UnixHttpServer> server_;
+  std::unique_ptr<LogCopier> copier_;
+  std::mutex mu_;
+  std::vector<std::string> targets_;
+};
+
+constexpr char kT1[] = "2026-12-01T10:00:00.000000001Z";
+constexpr char kT2[] = "2026-12-01T10:00:00.000000002Z";
+constexpr char kT3[] = "2026-12-01T10:00:00.000000003Z";
+
+TEST_F(LogCopierTest, WritesBothStreamsAsCriLines) {
+  Serve([](int fd, int) {
+    testhttp::WriteAll(fd, kOk);
+    testhttp::WriteAll(fd, Chunk(Frame(1, absl::StrCat(kT1, " hello\n")) + Frame(2, absl::StrCat(kT2, " oops\n"))));
+    // A line longer than a read, and a partial message the next one ends.
+    testhttp::WriteAll(fd, Chunk(Frame(1, absl::StrCat(kT3, " part"))));
+    testhttp::WriteAll(fd, Chunk(Frame(1, absl::StrCat(kT3, " rest\n"))));
+    testhttp::WriteAll(fd, kEnd);
+  });
+  copier_->Follow("c1", path_, /*tty=*/false);
+  EXPECT_TRUE(FileHolds(absl::StrCat(kT1, " stdout F hello\n", kT2, " stderr F oops\n", kT3, " stdout P part\n", kT3,
+                                     " stdout F rest\n")))
+      << ReadFile(path_);
+  EXPECT_THAT(Targets().at(0), HasSubstr("/v1.41/containers/c1/logs?stdout=1&stderr=1&timestamps=1&follow=1"));
+  EXPECT_THAT(Targets().at(0), ::testing::Not(HasSubstr("since=")));
+  EXPECT_TRUE(Eventually([&] { return copier_->Stats().containers == 0; }));  // the stream ended: the container stopped
+  EXPECT_EQ(copier_->Stats().bytes_written, ReadFile(path_).size());
+}
+
+TEST_F(LogCopierTest, TtyOutputIsOneStreamOfLines) {
+  Serve([](int fd, int) {
+    testhttp::WriteAll(fd, kOk);
+    testhttp::WriteAll(fd, Chunk(absl::StrCat(kT1, " $ ls\r\n", kT2, " a")));
+    testhttp::WriteAll(fd, Chunk(absl::StrCat("b\r\n")));
+    testhttp::WriteAll(fd, kEnd);
+  });
+  copier_->Follow("c1", path_, /*tty=*/true);
+  EXPECT_TRUE(FileHolds(absl::StrCat(kT1, " stdout F $ ls\r\n", kT2, " stdout F ab\r\n"))) << ReadFile(path_);
+}
+
+TEST_F(LogCopierTest, ResumesAfterWhatTheFileHoldsWithoutDuplicates) {
+  // A previous shim wrote two lines at T2 (a cut message), then died in the middle of
+  // a write: the partial line is cut, and the lines at T2 it holds are not written again.
+  std::ofstream(path_) << kT1 << " stdout F one\n" << kT2 << " stdout P 1234\n" << kT2 << " stdout P 5678\n" << kT2
+                       << " stdout F ab";
+  Serve([](int fd, int) {
+    testhttp::WriteAll(fd, kOk);
+    testhttp::WriteAll(fd, Chunk(Frame(1, absl::StrCat(kT2, " 12345678ab\n")) + Frame(2, absl::StrCat(kT3, " two\n"))));
+    testhttp::WriteAll(fd, kEnd);
+  });
+  // The encoder cuts at 16 KiB, so the resumed message gives a single F line here; the
+  // two P lines at T2 are what the file already holds and are skipped from it.
+  copier_->Follow("c1", path_, false);
+  EXPECT_TRUE(FileHolds(absl::StrCat(kT1, " stdout F one\n", kT2, " stdout P 1234\n", kT2, " stdout P 5678\n", kT3,
+                                     " stderr F two\n")))
+      << ReadFile(path_);
+  EXPECT_THAT(Targets().at(0), HasSubstr("&since=1796119200.000000002"));
+}
+
+TEST_F(LogCopierTest, ABrokenStreamResumesWhereItStopped) {
+  Serve([](int fd, int index) {
+    testhttp::WriteAll(fd, kOk);
+    if (index == 0) {
+      // dockerd restarting: the connection drops in the middle of the body.
+      testhttp::WriteAll(fd, Chunk(Frame(1, absl::StrCat(kT1, " one\n"))));
+      return;
+    }
+    testhttp::WriteAll(fd, Chunk(Frame(1, absl::StrCat(kT1, " one\n")) + Frame(1, absl::StrCat(kT2, " two\n"))));
+    testhttp::WriteAll(fd, kEnd);
+  });
+  copier_->Follow("c1", path_, false);
+  EXPECT_TRUE(FileHolds(absl::StrCat(kT1, " stdout F one\n", kT2, " stdout F two\n"))) << ReadFile(path_);
+  ASSERT_EQ(Targets().size(), 2u);
+  EXPECT_THAT(Targets()[1], HasSubstr("&since=1796119200.000000001"));
+}
+
+TEST_F(LogCopierTest, ReopenMovesTheCopyToANewFileAfterARename) {
+  std::atomic<bool> renamed{false};
+  Serve([&renamed](int fd, int) {
+    testhttp::WriteAll(fd, kOk);
+    testhttp::WriteAll(fd, Chunk(Frame(1, absl::StrCat(kT1, " before\n"))));
+    while (!renamed) absl::SleepFor(absl::Milliseconds(2));
+    testhttp::WriteAll(fd, Chunk(Frame(1, absl::StrCat(kT2, " after\n"))));
+    testhttp::WriteAll(fd, kEnd);
+  });
+  copier_->Follow("c1", path_, false);
+  ASSERT_TRUE(FileHolds(absl::StrCat(kT1, " stdout F before\n")));
+  // What the kubelet's rotation does: rename, then ReopenContainerLog.
+  fs::rename(path_, path_ + ".1");
+  ASSERT_TRUE(copier_->Reopen("c1").ok());
+  renamed = true;
+  EXPECT_TRUE(FileHolds(absl::StrCat(kT2, " stdout F after\n"))) << ReadFile(path_);
+  EXPECT_EQ(ReadFile(path_ + ".1"), absl::StrCat(kT1, " stdout F before\n"));
+  EXPECT_EQ(copier_->Reopen("unknown").code(), absl::StatusCode::kNotFound);
+}
+
+TEST_F(LogCopierTest, AVanishedLogDirectoryBreaksOnlyItsOwnCopy) {
+  const std::string other = root_ + "/pod/other/0.log";
+  fs::create_directories(fs::path(other).parent_path());
+  std::atomic<bool> removed{false};
+  Serve([&removed](int fd, int) {
+    testhttp::WriteAll(fd, kOk);
+    while (!removed) absl::SleepFor(absl::Milliseconds(2));
+    testhttp::WriteAll(fd, Chunk(Frame(1, absl::StrCat(kT1, " line\n"))));
+    testhttp::WriteAll(fd, kEnd);
+  });
+  copier_->Follow("gone", path_, false);
+  copier_->Follow("fine", other, false);
+  ASSERT_TRUE(Eventually([&] { return Targets().size() == 2; }));
+  fs::remove_all(fs::path(path_).parent_path());
+  removed = true;
+  EXPECT_TRUE(Eventually([&] { return ReadFile(other) == absl::StrCat(kT1, " stdout F line\n"); }));
+  EXPECT_FALSE(fs::exists(path_));
+}
+
+TEST_F(LogCopierTest, ARemovedContainerEndsItsCopyWithoutRetrying) {
+  Serve([](int fd, int) {
+    testhttp::WriteAll(fd, testhttp::Response(404, R"({"message":"No such container: c1"})"));
+  });
+  copier_->Follow("c1", path_, false);
+  EXPECT_TRUE(Eventually([&] { return copier_->Stats().containers == 0 && Targets().size() == 1; }));
+  absl::SleepFor(absl::Milliseconds(100));  // a retry would come after 20 ms
+  EXPECT_EQ(Targets().size(), 1u);
+}
+
+TEST_F(LogCopierTest, StopEndsFollowedStreams) {
+  std::atomic<bool> stop{false};
+  Serve([&stop](int fd, int) {
+    testhttp::WriteAll(fd, kOk);
+    char byte;
+    while (!stop && ::recv(fd, &byte, 1, MSG_DONTWAIT) != 0) absl::SleepFor(absl::Milliseconds(2));
+  });
+  copier_->Follow("c1", path_, false);
+  ASSERT_TRUE(Eventually([&] { return Targets().size() == 1; }));
+  copier_->Stop();  // returns though the stream never ends
+  EXPECT_EQ(copier_->Stats().containers, 0);
+  stop = true;
+}
+
+}  // namespace
+}  // namespace shim::logs
