@@ -196,6 +196,7 @@ ContainerInspect ParseContainerInspect(const json& j) {
   c.pid_mode = Str(host, "PidMode");
   c.ipc_mode = Str(host, "IpcMode");
   c.network_mode = Str(host, "NetworkMode");
+  c.cgroup_parent = Str(host, "CgroupParent");
   const json& network = Field(j, "NetworkSettings");
   c.ip_address = NetworkAddress(network, "IPAddress");
   c.ipv6_address = NetworkAddress(network, "GlobalIPv6Address");
@@ -214,6 +215,7 @@ ContainerInspect ParseContainerInspect(const json& j) {
       c.mounts.push_back(std::move(mount));
     }
   }
+  c.upper_dir = Str(Field(Field(j, "GraphDriver"), "Data"), "UpperDir");
   c.raw = j;
   return c;
 }

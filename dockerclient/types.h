@@ -113,10 +113,14 @@ struct ContainerInspect {
   std::string pid_mode;  // "", "host", "container:<id>"
   std::string ipc_mode;  // "private", "shareable", "host", "container:<id>"
   std::string network_mode;
+  std::string cgroup_parent;  // HostConfig.CgroupParent as given at create; empty: Docker's default
   std::string ip_address;     // default network's address (plugin-less mode)
   std::string ipv6_address;
   std::string sandbox_key;    // network namespace path
   std::vector<MountPoint> mounts;
+  // GraphDriver.Data.UpperDir: the writable layer's directory (overlay2); empty with
+  // storage drivers that have none.
+  std::string upper_dir;
   nlohmann::json raw;
 };
 

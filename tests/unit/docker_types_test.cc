@@ -180,6 +180,11 @@ TEST(DockerTypesTest, ParseKubernetesContainerInspect) {
     "LogPath": "/var/lib/docker/containers/5f1c/5f1c-json.log",
     "Name": "/k8s_nginx_web-0_default_0b7e1f5c-8d7a-4c1e-9f3b-2a6d4e8c1b0f_1",
     "RestartCount": 0, "Driver": "overlay2", "Platform": "linux",
+    "GraphDriver": {"Name": "overlay2",
+                    "Data": {"LowerDir": "/var/lib/docker/overlay2/9f1c-init/diff:/var/lib/docker/overlay2/77aa/diff",
+                             "MergedDir": "/var/lib/docker/overlay2/9f1c/merged",
+                             "UpperDir": "/var/lib/docker/overlay2/9f1c/diff",
+                             "WorkDir": "/var/lib/docker/overlay2/9f1c/work"}},
     "HostConfig": {"Binds": ["/var/lib/kubelet/pods/0b7e/volumes/kubernetes.io~projected/kube-api-access:/var/run/secrets/kubernetes.io/serviceaccount:ro"],
                    "NetworkMode": "container:a1b2", "RestartPolicy": {"Name": "no", "MaximumRetryCount": 0},
                    "IpcMode": "container:a1b2", "PidMode": "", "OomScoreAdj": 1000, "Privileged": false,
@@ -221,6 +226,8 @@ TEST(DockerTypesTest, ParseKubernetesContainerInspect) {
   EXPECT_EQ(c.pid_mode, "");
   EXPECT_EQ(c.ipc_mode, "container:a1b2");
   EXPECT_EQ(c.network_mode, "container:a1b2");
+  EXPECT_EQ(c.cgroup_parent, "kubepods-burstable-pod0b7e.slice");
+  EXPECT_EQ(c.upper_dir, "/var/lib/docker/overlay2/9f1c/diff");
   ASSERT_EQ(c.mounts.size(), 1u);
   EXPECT_EQ(c.mounts[0].destination, "/var/run/secrets/kubernetes.io/serviceaccount");
   EXPECT_FALSE(c.mounts[0].rw);
@@ -238,6 +245,8 @@ TEST(DockerTypesTest, ContainerTtyHostModesAndUnlimitedSwap) {
   EXPECT_EQ(c.resources.memory_swap, -1);
   EXPECT_EQ(c.resources.oom_score_adj, -997);
   EXPECT_EQ(c.resources.memory, 0);
+  EXPECT_EQ(c.cgroup_parent, "");  // Docker's default
+  EXPECT_EQ(c.upper_dir, "");      // no GraphDriver (a storage driver without an upper dir)
   EXPECT_EQ(c.runtime, "");
 }
 

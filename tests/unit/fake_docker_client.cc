@@ -303,6 +303,12 @@ absl::StatusOr<std::vector<dockerclient::ContainerSummary>> FakeDockerClient::Li
   return out;
 }
 
+void FakeDockerClient::EditContainer(const std::string& id,
+                                     const std::function<void(dockerclient::ContainerInspect&)>& edit) {
+  std::lock_guard lock(mu_);
+  edit(containers_.at(FindContainerId(id)).inspect);
+}
+
 absl::StatusOr<dockerclient::ContainerInspect> FakeDockerClient::InspectContainer(const common::Context&,
                                                                                   const std::string& id) {
   std::lock_guard lock(mu_);
@@ -341,6 +347,7 @@ absl::StatusOr<std::string> FakeDockerClient::CreateContainer(const common::Cont
     c.inspect.runtime = body["HostConfig"].value("Runtime", "");
     c.inspect.pid_mode = body["HostConfig"].value("PidMode", "");
     c.inspect.ipc_mode = body["HostConfig"].value("IpcMode", "");
+    c.inspect.cgroup_parent = body["HostConfig"].value("CgroupParent", "");
     ApplyResources(body["HostConfig"], c.inspect.resources);
     c.inspect.raw["HostConfig"] = body["HostConfig"];  // as Docker's inspect echoes it
   }

@@ -62,6 +62,8 @@ class FakeDockerClient : public dockerclient::DockerClient {
   };
   // Successful ResizeExec and ResizeContainer calls, in order.
   std::vector<ResizeCall> Resizes() const;
+  // Changes what Docker knows of a container (its pid, upper dir...); it must exist.
+  void EditContainer(const std::string& id, const std::function<void(dockerclient::ContainerInspect&)>& edit);
   std::vector<std::string> Calls() const;
   int CallCount(const std::string& op) const;
   std::string LastRegistryAuth() const;

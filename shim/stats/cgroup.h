@@ -1,0 +1,98 @@
+#pragma once
+// Container and pod figures straight from cgroup files (v1 and v2, cgroupfs and
+// systemd drivers), never from Docker's /stats endpoint, which costs dockerd a full
+// collection per container. Pure file reads: no process, no Docker call.
+#include <cstdint>
+#include <map>
+#include <optional>
+#include <string>
+#include <string_view>
+
+#include "absl/status/statusor.h"
+
+namespace shim::stats {
+
+enum class CgroupVersion { kV1, kV2 };
+
+// Where one cgroup's files are, per controller: v2 has one directory for all; v1
+// has one per hierarchy (cpuacct, memory, pids; cpu,cpuacct joined on most hosts).
+struct CgroupDirs {
+  std::string cpu;     // cpuacct.usage (v1) or cpu.stat (v2)
+  std::string memory;  // memory.*
+  std::string pids;    // pids.current
+  bool operator==(const CgroupDirs&) const = default;
+};
+
+struct MemoryFigures {
+  uint64_t usage_bytes = 0;
+  uint64_t working_set_bytes = 0;  // usage - inactive_file, floored at 0 (as cAdvisor)
+  uint64_t rss_bytes = 0;          // v1 total_rss, v2 anon
+  uint64_t page_faults = 0, major_page_faults = 0;
+  std::optional<uint64_t> limit_bytes;  // unset when unlimited
+  // Swap alone (v1's memsw files count memory + swap); unset without swap accounting.
+  std::optional<uint64_t> swap_usage_bytes;
+  std::optional<uint64_t> swap_limit_bytes;  // also unset when unlimited
+  bool operator==(const MemoryFigures&) const = default;
+};
+
+struct CgroupFigures {
+  std::optional<uint64_t> cpu_usage_ns;  // cumulative
+  std::optional<MemoryFigures> memory;
+  std::optional<uint64_t> process_count;
+  bool operator==(const CgroupFigures&) const = default;
+};
+
+// The host's cgroup layout: found once from /proc/self/mountinfo (the mount points of
+// the cgroup2 file system, or of each v1 hierarchy). `proc_root` and the mount points
+// it names are taken as given, so tests run on a fake tree (mount points under a
+// temporary directory).
+class CgroupLayout {
+ public:
+  // Parses `<proc_root>/self/mountinfo`. FAILED_PRECONDITION when no cgroup mount is
+  // there. `path_prefix` is put before every mount point (a fake tree's root in tests).
+  static absl::StatusOr<CgroupLayout> Discover(const std::string& proc_root = "/proc",
+                                               const std::string& path_prefix = "");
+
+  CgroupVersion version() const { return version_; }
+
+  // The cgroups of process `pid`, from `<proc_root>/<pid>/cgroup`. NOT_FOUND when the
+  // process is gone.
+  absl::StatusOr<CgroupDirs> DirsOfProcess(int pid) const;
+  // The cgroup a container runtime made of `cgroup_parent` (HostConfig.CgroupParent of
+  // a pod's infra container): with the cgroupfs driver a path ("/kubepods/burstable/
+  // pod<uid>"); with the systemd driver a slice name ("kubepods-burstable-pod<uid>.slice"),
+  // which lives at /kubepods.slice/kubepods-burstable.slice/kubepods-burstable-pod<uid>.slice.
+  CgroupDirs DirsOfParent(std::string_view cgroup_parent, bool systemd_driver) const;
+  // The cgroup Docker made for container `container_id` under `cgroup_parent` (empty:
+  // Docker's default, "/docker" or "system.slice"): "<parent>/<id>" with cgroupfs,
+  // "<expanded slice>/docker-<id>.scope" with systemd. Saves reading /proc/<pid>/cgroup
+  // when the parent is known; assumes dockerd has no --cgroup-parent of its own.
+  CgroupDirs DirsOfContainer(std::string_view cgroup_parent, std::string_view container_id, bool systemd_driver) const;
+
+  // Reads what the files hold. A missing, unreadable or malformed file, or an empty
+  // dir, leaves its figure unset; memory needs only the usage file (memory.stat keys
+  // that are missing count as 0).
+  CgroupFigures Read(const CgroupDirs& dirs) const;
+
+ private:
+  // One mount of a hierarchy: where it is, and which cgroup of the hierarchy it shows
+  // (mountinfo's "root": not "/" inside a container that sees only its own subtree).
+  struct Mount {
+    std::string point;
+    std::string root;
+  };
+
+  CgroupDirs DirsOfPath(std::string_view hierarchy_path) const;
+
+  CgroupVersion version_ = CgroupVersion::kV2;
+  std::string proc_root_;
+  Mount v2_mount_;                          // v2
+  std::map<std::string, Mount> v1_mounts_;  // v1: controller ("cpuacct", "memory", "pids") -> mount
+};
+
+// The expansion of a systemd slice name into its path: "a-b-c.slice" ->
+// "/a.slice/a-b.slice/a-b-c.slice"; "-.slice" is the root "/". Other names are
+// returned as they are.
+std::string ExpandSystemdSlice(std::string_view slice);
+
+}  // namespace shim::stats
