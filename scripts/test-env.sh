@@ -149,6 +149,13 @@ DOCKER_CONFIG=$TMP/login docker logout "127.0.0.1:$AUTH_PORT" >/dev/null 2>&1 ||
 log "docker login 127.0.0.1:$AUTH_PORT works (throw-away DOCKER_CONFIG)"
 
 # ---- (c) images ---------------------------------------------------------------------------
+# Containers an interrupted earlier run left (every CRI container carries the type label)
+# would hold the test images and make the image-removal tests fail.
+leftovers=$(docker ps -aq --filter label=io.kubernetes.docker.type)
+if [[ -n $leftovers ]]; then
+  log "removing $(wc -w <<<"$leftovers") containers an earlier test run left"
+  docker rm -f $leftovers >/dev/null
+fi
 "$ROOT/scripts/test-images.sh"
 
 # anonymous pulls from the auth registry fail

@@ -1,7 +1,8 @@
 #!/bin/bash
 # THE test command: installs dependencies, prepares Docker + registries + test images,
 # builds with CMake/Ninja in ./build (warnings are errors), then runs the unit tests and
-# the integration tests (real dockerd, registries on 127.0.0.1, CNI plugins) with ctest.
+# the integration tests (real dockerd, registries on 127.0.0.1, CNI plugins) with ctest,
+# and a bounded libFuzzer run of every parser (scripts/fuzz.sh).
 # Exits non-zero on any failure. BENCH=1 also runs the benchmarks briefly.
 # Run as root on Debian 12: sudo ./scripts/test.sh
 set -euo pipefail
@@ -34,6 +35,8 @@ step "unit tests"
 ctest --test-dir "$BUILD" --output-on-failure -L unit -j2 --timeout 300 || failed+=(unit)
 step "integration tests"
 ctest --test-dir "$BUILD" --output-on-failure -L integration --timeout 600 || failed+=(integration)
+step "fuzzing (scripts/fuzz.sh, bounded)"
+scripts/fuzz.sh || failed+=(fuzz)
 
 if [[ ${BENCH:-0} == 1 ]]; then
   step "benchmarks (brief)"

@@ -110,6 +110,8 @@ json ToJson(const SandboxCheckpoint& c) {
   data["ip"] = c.ip;
   data["additional_ips"] = c.additional_ips;
   data["network_torn_down"] = c.network_torn_down;
+  // Only when set: an older checkpoint re-encoded keeps its checksum.
+  if (!c.pod_resources.is_null()) data["pod_resources"] = c.pod_resources;
   return data;
 }
 
@@ -194,6 +196,10 @@ absl::StatusOr<SandboxCheckpoint> FromJson(const json& data) {
     }
   }
   RETURN_IF_ERROR(GetBool(data, "network_torn_down", &c.network_torn_down));
+  if (auto it = data.find("pod_resources"); it != data.end() && !it->is_null()) {
+    if (!it->is_object()) return absl::InvalidArgumentError("field \"pod_resources\" is not an object");
+    c.pod_resources = *it;
+  }
   return c;
 }
 

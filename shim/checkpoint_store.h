@@ -11,6 +11,8 @@
 #include <string>
 #include <vector>
 
+#include <nlohmann/json.hpp>
+
 #include "absl/status/status.h"
 #include "absl/status/statusor.h"
 #include "shim/network/network_plugin.h"
@@ -29,6 +31,10 @@ struct SandboxCheckpoint {
   std::string ip;
   std::vector<std::string> additional_ips;
   bool network_torn_down = false;
+  // The pod-level resources of the last UpdatePodSandboxResources (in-place pod resize):
+  // {"overhead": {...}, "resources": {...}}, each CRI LinuxContainerResources in its
+  // JSON form; null until then (and in checkpoints written before the field existed).
+  nlohmann::json pod_resources;
 
   bool operator==(const SandboxCheckpoint&) const = default;
 };

@@ -1,6 +1,6 @@
 // CreateContainer, StartContainer, StopContainer, RemoveContainer. Containers join
-// their pod's infra container namespaces; the CRI log path is a symlink to Docker's
-// json log file, as cri-dockerd makes it, so kubelet and crictl read the same logs.
+// their pod's infra container namespaces; their CRI log file is made at create and
+// filled by the log copier from start on (container_logs.cc).
 #include <algorithm>
 #include <filesystem>
 #include <system_error>
@@ -9,6 +9,7 @@
 #include "common/log.h"
 #include "common/status.h"
 #include "shim/container_config.h"
+#include "shim/logs/log_copier.h"
 #include "shim/cri_service.h"
 #include "shim/naming.h"
 
@@ -20,19 +21,6 @@ namespace fs = std::filesystem;
 
 absl::Status RequireContainerId(const std::string& id, const char* rpc) {
   if (id.empty()) return absl::InvalidArgumentError(absl::StrCat(rpc, ": container_id is required"));
-  return absl::OkStatus();
-}
-
-// Points the CRI log path at Docker's log file, replacing what a previous start left.
-absl::Status LinkContainerLog(const std::string& cri_path, const std::string& docker_path) {
-  std::error_code ec;
-  fs::create_directories(fs::path(cri_path).parent_path(), ec);
-  fs::remove(cri_path, ec);
-  fs::create_symlink(docker_path, cri_path, ec);
-  if (ec) {
-    return absl::InternalError(
-        absl::StrCat("cannot link container log ", cri_path, " to Docker's log file ", docker_path, ": ", ec.message()));
-  }
   return absl::OkStatus();
 }
 
@@ -51,13 +39,6 @@ absl::Status CreateMissingMountSources(const v1::ContainerConfig& config) {
     LOG_INFO << "created missing mount source directory " << mount.host_path();
   }
   return absl::OkStatus();
-}
-
-void UnlinkContainerLog(const std::string& cri_path) {
-  if (cri_path.empty()) return;
-  std::error_code ec;
-  if (fs::is_symlink(fs::symlink_status(cri_path, ec))) fs::remove(cri_path, ec);
-  if (ec) LOG_WARN << "cannot remove container log link " << cri_path << ": " << ec.message();
 }
 
 }  // namespace
@@ -95,9 +76,7 @@ absl::StatusOr<v1::CreateContainerResponse> CriService::CreateContainer(const co
   params.image = config.image().image();
   params.cgroup_driver = info->cgroup_driver;
   params.docker_runtime = sandbox.runtime;
-  if (!sandbox_config.log_directory().empty() && !config.log_path().empty()) {
-    params.log_path = (fs::path(sandbox_config.log_directory()) / config.log_path()).string();
-  }
+  ASSIGN_OR_RETURN(params.log_path, CriLogPath(sandbox_config.log_directory(), config.log_path()));
   params.oom_score_adj_floor = oom_.lowest_permitted();
   params.seccomp_profile_root = options_.seccomp_profile_root;
   const auto& ns = config.linux().security_context().namespace_options();
@@ -130,6 +109,15 @@ absl::StatusOr<v1::CreateContainerResponse> CriService::CreateContainer(const co
                                                  " already exists; remove it or create with another attempt number"));
   }
   if (!created.ok()) return common::Annotate(created.status(), "create container");
+  // The kubelet may read the log from the start; a container without one is undone.
+  if (!params.log_path.empty()) {
+    if (absl::Status log = CreateCriLogFile(params.log_path); !log.ok()) {
+      if (absl::Status removed = docker_.RemoveContainer(ctx, *created, /*force=*/true); !removed.ok()) {
+        LOG_WARN << "cannot remove container " << *created << " after a failed create: " << removed.message();
+      }
+      return log;
+    }
+  }
   LOG_INFO << "created container " << name << " as " << *created;
   v1::CreateContainerResponse resp;
   resp.set_container_id(*created);
@@ -141,19 +129,7 @@ absl::StatusOr<v1::StartContainerResponse> CriService::StartContainer(const comm
   RETURN_IF_ERROR(RequireContainerId(req.container_id(), "StartContainer"));
   ASSIGN_OR_RETURN(dockerclient::ContainerInspect container, InspectCriContainer(ctx, req.container_id()));
   RETURN_IF_ERROR(common::Annotate(docker_.StartContainer(ctx, container.id), "start container"));
-  const std::string cri_log = LabelValue(container.labels, kContainerLogPathLabel);
-  if (!cri_log.empty()) {
-    // Docker names the log file when the container first starts.
-    if (container.log_path.empty()) {
-      ASSIGN_OR_RETURN(container, docker_.InspectContainer(ctx, container.id));
-    }
-    if (container.log_path.empty()) {
-      LOG_WARN << "container " << container.id << " has no Docker log file (log driver other than json-file?); "
-               << cri_log << " stays empty";
-    } else {
-      RETURN_IF_ERROR(LinkContainerLog(cri_log, container.log_path));
-    }
-  }
+  CopyContainerLog(container);
   return v1::StartContainerResponse();
 }
 
@@ -205,7 +181,8 @@ absl::StatusOr<v1::RemoveContainerResponse> CriService::RemoveContainer(const co
   }
   absl::Status s = docker_.RemoveContainer(ctx, container->id, /*force=*/true);
   if (!s.ok() && !absl::IsNotFound(s)) return common::Annotate(s, "remove container");
-  UnlinkContainerLog(LabelValue(container->labels, kContainerLogPathLabel));
+  // The kubelet removes the log file itself.
+  if (options_.log_copier) options_.log_copier->Forget(container->id);
   return v1::RemoveContainerResponse();
 }
 

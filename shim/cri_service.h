@@ -4,7 +4,8 @@
 // (grpc_services.cc) converts statuses in one place. Methods live in one file per
 // RPC family: runtime_info.cc, images.cc, image_pull.cc, image_fs_info.cc,
 // sandbox_run.cc, sandbox_stop_remove.cc, sandbox_status.cc, container_lifecycle.cc,
-// container_status.cc, exec_sync.cc.
+// container_status.cc, exec_sync.cc, streaming_rpcs.cc, container_stats.cc,
+// sandbox_stats.cc, metrics.cc, sandbox_resources.cc.
 #include <functional>
 #include <map>
 #include <memory>
@@ -20,10 +21,23 @@
 #include "shim/checkpoint_store.h"
 #include "shim/network/network_plugin.h"
 #include "shim/oom_score.h"
+#include "streaming/runtime.h"
+
+namespace shim::logs {
+class LogCopier;
+}
+
+namespace shim::stats {
+class WritableLayerCollector;
+}
 
 namespace shim {
 
 namespace v1 = ::runtime::v1;
+
+class StatsSampler;
+struct ContainerFigures;
+struct PodFigures;
 
 struct Options {
   std::string docker_endpoint = "unix:///var/run/docker.sock";
@@ -37,14 +51,34 @@ struct Options {
   std::optional<int> oom_score_adj_floor;
   // Sends a signal to a host process (ExecSync kills what outlives its timeout); kill(2) when unset.
   std::function<int(int pid, int signal)> signal_process;
+  // Issues the URLs of Exec, Attach and PortForward; those fail while it is unset.
+  streaming::UrlIssuer* streaming = nullptr;
+  // Writes containers' CRI logs; without it the log files stay empty.
+  logs::LogCopier* log_copier = nullptr;
+  // Measures containers' writable layers in the background; without it container stats
+  // carry no writable-layer figures.
+  stats::WritableLayerCollector* writable_layers = nullptr;
+  // Where stats read /proc, and a prefix of the cgroup mount points it lists (a fake
+  // tree in tests).
+  std::string proc_root = "/proc";
+  std::string cgroup_prefix;
+  // The time stats samples are taken at; absl::Now when unset.
+  std::function<absl::Time()> clock;
 };
+
+// The CRI log path of a container: `log_directory` (absolute) joined with `log_path`
+// (relative, not leaving it); "" when either is unset. INVALID_ARGUMENT otherwise.
+absl::StatusOr<std::string> CriLogPath(const std::string& log_directory, const std::string& log_path);
+// Creates the file (and its directories) if missing, replacing a symlink to Docker's
+// json log that an older shim or cri-dockerd left.
+absl::Status CreateCriLogFile(const std::string& path);
 
 class CriService {
  public:
   // `docker` and `network` must outlive the service.
   CriService(Options options, dockerclient::DockerClient& docker, network::NetworkPlugin& network);
   ~CriService();
-  // Prepares the state directory; call once before serving.
+  // Prepares the state directory and resumes container log copies; call once before serving.
   absl::Status Init();
 
   const Options& options() const { return options_; }
@@ -98,6 +132,32 @@ class CriService {
                                                             const v1::ListContainersRequest& req);
   // exec_sync.cc
   absl::StatusOr<v1::ExecSyncResponse> ExecSync(const common::Context& ctx, const v1::ExecSyncRequest& req);
+  // container_logs.cc
+  absl::StatusOr<v1::ReopenContainerLogResponse> ReopenContainerLog(const common::Context& ctx,
+                                                                    const v1::ReopenContainerLogRequest& req);
+  // streaming_rpcs.cc
+  absl::StatusOr<v1::ExecResponse> Exec(const common::Context& ctx, const v1::ExecRequest& req);
+  absl::StatusOr<v1::AttachResponse> Attach(const common::Context& ctx, const v1::AttachRequest& req);
+  absl::StatusOr<v1::PortForwardResponse> PortForward(const common::Context& ctx, const v1::PortForwardRequest& req);
+
+  // container_stats.cc
+  absl::StatusOr<v1::ContainerStatsResponse> ContainerStats(const common::Context& ctx,
+                                                            const v1::ContainerStatsRequest& req);
+  absl::StatusOr<v1::ListContainerStatsResponse> ListContainerStats(const common::Context& ctx,
+                                                                    const v1::ListContainerStatsRequest& req);
+  // sandbox_stats.cc
+  absl::StatusOr<v1::PodSandboxStatsResponse> PodSandboxStats(const common::Context& ctx,
+                                                              const v1::PodSandboxStatsRequest& req);
+  absl::StatusOr<v1::ListPodSandboxStatsResponse> ListPodSandboxStats(const common::Context& ctx,
+                                                                      const v1::ListPodSandboxStatsRequest& req);
+  // metrics.cc
+  absl::StatusOr<v1::ListMetricDescriptorsResponse> ListMetricDescriptors(const common::Context& ctx,
+                                                                          const v1::ListMetricDescriptorsRequest& req);
+  absl::StatusOr<v1::ListPodSandboxMetricsResponse> ListPodSandboxMetrics(const common::Context& ctx,
+                                                                          const v1::ListPodSandboxMetricsRequest& req);
+  // sandbox_resources.cc
+  absl::StatusOr<v1::UpdatePodSandboxResourcesResponse> UpdatePodSandboxResources(
+      const common::Context& ctx, const v1::UpdatePodSandboxResourcesRequest& req);
 
  private:
   // Docker's /info changes rarely; cached briefly (and shared, not copied: it holds
@@ -126,8 +186,10 @@ class CriService {
   ImageFacts FactsOfImage(const common::Context& ctx, const std::string& image_id);
   static dockerclient::Labels WithoutLabelsOf(const ImageFacts& image, const dockerclient::Labels& labels);
 
-  // SIGKILLs an ExecSync process still running after its timeout (exec_sync.cc).
-  void KillTimedOutExec(const std::string& container_id, const std::string& exec_id, const std::string& command);
+  absl::StatusOr<std::string> IssueStreamingUrl(streaming::Request request);
+  // Creates the container's CRI log file and has the copier fill it (container_logs.cc).
+  void CopyContainerLog(const dockerclient::ContainerInspect& container);
+  void ResumeLogCopies(const common::Context& ctx);
   // Adds the sandboxes known only from their checkpoints (no container among
   // `present`, Docker's answer to the same ID filter) as NOTREADY.
   void AppendCheckpointOnlySandboxes(const std::string& id_prefix, const std::set<std::string>& present,
@@ -135,6 +197,14 @@ class CriService {
   // Inspects `id` (ID or unique prefix); NOT_FOUND unless it is a CRI app container.
   absl::StatusOr<dockerclient::ContainerInspect> InspectCriContainer(const common::Context& ctx,
                                                                      const std::string& id);
+  // Stats helpers (container_stats.cc, sandbox_stats.cc): containers as ListContainers
+  // lists them, pods with their containers, and what was read of each.
+  absl::StatusOr<std::vector<ContainerFigures>> FiguresOfContainers(const common::Context& ctx,
+                                                                    const v1::ContainerFilter& filter);
+  absl::StatusOr<std::vector<PodFigures>> FiguresOfPods(const common::Context& ctx,
+                                                        std::vector<v1::PodSandbox> sandboxes);
+  absl::StatusOr<std::vector<PodFigures>> FiguresOfReadyPods(const common::Context& ctx,
+                                                             const v1::PodSandboxFilter& filter);
   // Undoes a RunPodSandbox that failed after creating `id`.
   void RollBackSandbox(const std::string& id, bool network_attached, const network::PodNetworkRequest& net_req,
                        const std::string& network_name);
@@ -144,6 +214,7 @@ class CriService {
   network::NetworkPlugin& network_;
   CheckpointStore checkpoints_;
   OomScoreClamp oom_;
+  std::unique_ptr<StatsSampler> stats_;
 
   mutable std::mutex mu_;
   std::shared_ptr<const dockerclient::SystemInfo> info_;  // guarded by mu_

@@ -144,7 +144,7 @@ grpc::Status RuntimeServiceImpl::UpdateContainerResources(grpc::ServerContext* c
 }
 
 grpc::Status RuntimeServiceImpl::ReopenContainerLog(grpc::ServerContext* ctx, const v1::ReopenContainerLogRequest* req, v1::ReopenContainerLogResponse* resp) {
-  return Unimplemented("ReopenContainerLog");
+  return Handle("ReopenContainerLog", Bounded(ctx, options_), *req, resp, [&](const common::Context& c, const auto& r) { return service_.ReopenContainerLog(c, r); });
 }
 
 grpc::Status RuntimeServiceImpl::ExecSync(grpc::ServerContext* ctx, const v1::ExecSyncRequest* req, v1::ExecSyncResponse* resp) {
@@ -152,39 +152,53 @@ grpc::Status RuntimeServiceImpl::ExecSync(grpc::ServerContext* ctx, const v1::Ex
 }
 
 grpc::Status RuntimeServiceImpl::Exec(grpc::ServerContext* ctx, const v1::ExecRequest* req, v1::ExecResponse* resp) {
-  return Unimplemented("Exec");
+  return Handle("Exec", Bounded(ctx, options_), *req, resp, [&](const common::Context& c, const auto& r) { return service_.Exec(c, r); });
 }
 
 grpc::Status RuntimeServiceImpl::Attach(grpc::ServerContext* ctx, const v1::AttachRequest* req, v1::AttachResponse* resp) {
-  return Unimplemented("Attach");
+  return Handle("Attach", Bounded(ctx, options_), *req, resp, [&](const common::Context& c, const auto& r) { return service_.Attach(c, r); });
 }
 
 grpc::Status RuntimeServiceImpl::PortForward(grpc::ServerContext* ctx, const v1::PortForwardRequest* req, v1::PortForwardResponse* resp) {
-  return Unimplemented("PortForward");
+  return Handle("PortForward", Bounded(ctx, options_), *req, resp, [&](const common::Context& c, const auto& r) { return service_.PortForward(c, r); });
 }
 
 grpc::Status RuntimeServiceImpl::ContainerStats(grpc::ServerContext* ctx, const v1::ContainerStatsRequest* req, v1::ContainerStatsResponse* resp) {
-  return Unimplemented("ContainerStats");
+  return Handle("ContainerStats", Bounded(ctx, options_), *req, resp, [&](const common::Context& c, const auto& r) { return service_.ContainerStats(c, r); });
 }
 
 grpc::Status RuntimeServiceImpl::ListContainerStats(grpc::ServerContext* ctx, const v1::ListContainerStatsRequest* req, v1::ListContainerStatsResponse* resp) {
-  return Unimplemented("ListContainerStats");
+  return Handle("ListContainerStats", Bounded(ctx, options_), *req, resp, [&](const common::Context& c, const auto& r) { return service_.ListContainerStats(c, r); });
 }
 
 grpc::Status RuntimeServiceImpl::StreamContainerStats(grpc::ServerContext* ctx, const v1::StreamContainerStatsRequest* req, grpc::ServerWriter<v1::StreamContainerStatsResponse>* writer) {
-  return Unimplemented("StreamContainerStats");
+  return Handle("StreamContainerStats", Bounded(ctx, options_), *req, writer, [&](const common::Context& c, const auto& r) {
+    v1::ListContainerStatsRequest list;
+    *list.mutable_filter() = r.filter();
+    auto listed = service_.ListContainerStats(c, list);
+    if (!listed.ok()) return listed.status();
+    return WriteBatches<v1::StreamContainerStatsResponse>(listed->stats(), writer,
+                                                          [](v1::StreamContainerStatsResponse& b) { return b.mutable_container_stats(); });
+  });
 }
 
 grpc::Status RuntimeServiceImpl::PodSandboxStats(grpc::ServerContext* ctx, const v1::PodSandboxStatsRequest* req, v1::PodSandboxStatsResponse* resp) {
-  return Unimplemented("PodSandboxStats");
+  return Handle("PodSandboxStats", Bounded(ctx, options_), *req, resp, [&](const common::Context& c, const auto& r) { return service_.PodSandboxStats(c, r); });
 }
 
 grpc::Status RuntimeServiceImpl::ListPodSandboxStats(grpc::ServerContext* ctx, const v1::ListPodSandboxStatsRequest* req, v1::ListPodSandboxStatsResponse* resp) {
-  return Unimplemented("ListPodSandboxStats");
+  return Handle("ListPodSandboxStats", Bounded(ctx, options_), *req, resp, [&](const common::Context& c, const auto& r) { return service_.ListPodSandboxStats(c, r); });
 }
 
 grpc::Status RuntimeServiceImpl::StreamPodSandboxStats(grpc::ServerContext* ctx, const v1::StreamPodSandboxStatsRequest* req, grpc::ServerWriter<v1::StreamPodSandboxStatsResponse>* writer) {
-  return Unimplemented("StreamPodSandboxStats");
+  return Handle("StreamPodSandboxStats", Bounded(ctx, options_), *req, writer, [&](const common::Context& c, const auto& r) {
+    v1::ListPodSandboxStatsRequest list;
+    *list.mutable_filter() = r.filter();
+    auto listed = service_.ListPodSandboxStats(c, list);
+    if (!listed.ok()) return listed.status();
+    return WriteBatches<v1::StreamPodSandboxStatsResponse>(listed->stats(), writer,
+                                                           [](v1::StreamPodSandboxStatsResponse& b) { return b.mutable_pod_sandbox_stats(); });
+  });
 }
 
 grpc::Status RuntimeServiceImpl::UpdateRuntimeConfig(grpc::ServerContext* ctx, const v1::UpdateRuntimeConfigRequest* req, v1::UpdateRuntimeConfigResponse* resp) {
@@ -204,15 +218,20 @@ grpc::Status RuntimeServiceImpl::GetContainerEvents(grpc::ServerContext* ctx, co
 }
 
 grpc::Status RuntimeServiceImpl::ListMetricDescriptors(grpc::ServerContext* ctx, const v1::ListMetricDescriptorsRequest* req, v1::ListMetricDescriptorsResponse* resp) {
-  return Unimplemented("ListMetricDescriptors");
+  return Handle("ListMetricDescriptors", Bounded(ctx, options_), *req, resp, [&](const common::Context& c, const auto& r) { return service_.ListMetricDescriptors(c, r); });
 }
 
 grpc::Status RuntimeServiceImpl::ListPodSandboxMetrics(grpc::ServerContext* ctx, const v1::ListPodSandboxMetricsRequest* req, v1::ListPodSandboxMetricsResponse* resp) {
-  return Unimplemented("ListPodSandboxMetrics");
+  return Handle("ListPodSandboxMetrics", Bounded(ctx, options_), *req, resp, [&](const common::Context& c, const auto& r) { return service_.ListPodSandboxMetrics(c, r); });
 }
 
 grpc::Status RuntimeServiceImpl::StreamPodSandboxMetrics(grpc::ServerContext* ctx, const v1::StreamPodSandboxMetricsRequest* req, grpc::ServerWriter<v1::StreamPodSandboxMetricsResponse>* writer) {
-  return Unimplemented("StreamPodSandboxMetrics");
+  return Handle("StreamPodSandboxMetrics", Bounded(ctx, options_), *req, writer, [&](const common::Context& c, const auto&) {
+    auto listed = service_.ListPodSandboxMetrics(c, v1::ListPodSandboxMetricsRequest());
+    if (!listed.ok()) return listed.status();
+    return WriteBatches<v1::StreamPodSandboxMetricsResponse>(listed->pod_metrics(), writer,
+                                                             [](v1::StreamPodSandboxMetricsResponse& b) { return b.mutable_pod_sandbox_metrics(); });
+  });
 }
 
 grpc::Status RuntimeServiceImpl::RuntimeConfig(grpc::ServerContext* ctx, const v1::RuntimeConfigRequest* req, v1::RuntimeConfigResponse* resp) {
@@ -220,7 +239,7 @@ grpc::Status RuntimeServiceImpl::RuntimeConfig(grpc::ServerContext* ctx, const v
 }
 
 grpc::Status RuntimeServiceImpl::UpdatePodSandboxResources(grpc::ServerContext* ctx, const v1::UpdatePodSandboxResourcesRequest* req, v1::UpdatePodSandboxResourcesResponse* resp) {
-  return Unimplemented("UpdatePodSandboxResources");
+  return Handle("UpdatePodSandboxResources", Bounded(ctx, options_), *req, resp, [&](const common::Context& c, const auto& r) { return service_.UpdatePodSandboxResources(c, r); });
 }
 
 grpc::Status ImageServiceImpl::ListImages(grpc::ServerContext* ctx, const v1::ListImagesRequest* req, v1::ListImagesResponse* resp) {

@@ -16,6 +16,10 @@
 #include "shim/grpc_services.h"
 #include "shim/network/cni_network.h"
 #include "shim/network/docker_bridge.h"
+#include "shim/logs/log_copier.h"
+#include "shim/stats/writable_layers.h"
+#include "shim/streaming_runtime.h"
+#include "streaming/server.h"
 
 namespace {
 
@@ -29,6 +33,8 @@ struct Flags {
   std::string cni_cache_dir = "/var/lib/cni/cache";
   std::string root_directory = "/var/lib/dockershim";
   std::string streaming_bind_addr = "127.0.0.1:0";
+  std::string streaming_tls_cert, streaming_tls_key;
+  std::string streaming_idle_timeout = "4h";
   std::string pull_progress_deadline = "1m";
   std::string runtime_request_timeout = "2m";
   std::string log_level = "info";
@@ -52,6 +58,11 @@ std::string SocketPath(const std::string& endpoint) {
   Usage("--container-runtime-endpoint: \"" + endpoint + "\" must be unix:///path/to/socket");
 }
 
+// "unix:///var/run/docker.sock" or a bare path (DockerClientImpl::Create refused others).
+std::string DockerSocketPath(const std::string& endpoint) {
+  return absl::StartsWith(endpoint, "unix://") ? endpoint.substr(7) : endpoint;
+}
+
 }  // namespace
 
 int main(int argc, char** argv) {
@@ -70,6 +81,11 @@ int main(int argc, char** argv) {
   app.add_option("--root-directory,--cri-dockerd-root-directory", f.root_directory, "state directory")
       ->capture_default_str();
   app.add_option("--streaming-bind-addr", f.streaming_bind_addr, "address of the exec/attach/port-forward server")
+      ->capture_default_str();
+  app.add_option("--streaming-tls-cert", f.streaming_tls_cert, "serve streaming over TLS with this certificate (PEM)");
+  app.add_option("--streaming-tls-key", f.streaming_tls_key, "the key of --streaming-tls-cert (PEM)");
+  app.add_option("--streaming-connection-idle-timeout", f.streaming_idle_timeout,
+                 "close an exec/attach/port-forward session idle this long")
       ->capture_default_str();
   app.add_option("--image-pull-progress-deadline", f.pull_progress_deadline,
                  "cancel a pull that makes no progress for this long")
@@ -125,6 +141,28 @@ int main(int argc, char** argv) {
   } else {
     network = std::make_unique<network::DockerBridgeNetwork>(**docker);
   }
+  streaming::ServerOptions streaming_options;
+  streaming_options.bind_address = f.streaming_bind_addr;
+  streaming_options.tls_cert_file = f.streaming_tls_cert;
+  streaming_options.tls_key_file = f.streaming_tls_key;
+  streaming_options.idle_timeout = ParseDurationFlag("streaming-connection-idle-timeout", f.streaming_idle_timeout);
+  shim::DockerStreamingRuntime streaming_runtime(**docker, nullptr);
+  auto streaming_server = streaming::Server::Start(streaming_options, streaming_runtime);
+  if (!streaming_server.ok()) {
+    LOG_ERROR << "streaming server (--streaming-bind-addr " << f.streaming_bind_addr
+              << "): " << streaming_server.status().message();
+    return 1;
+  }
+  options.streaming = streaming_server->get();
+
+  shim::logs::CopierOptions copier_options;
+  copier_options.docker_socket_path = DockerSocketPath(f.docker_endpoint);
+  shim::logs::LogCopier log_copier(**docker, copier_options);
+  options.log_copier = &log_copier;
+  // Writable-layer sizes take a walk of each layer: done on its own thread, read by stats.
+  shim::stats::WritableLayerCollector writable_layers;
+  options.writable_layers = &writable_layers;
+
   shim::CriService service(options, **docker, *network);
   if (absl::Status s = service.Init(); !s.ok()) {
     LOG_ERROR << "cannot prepare " << options.root_directory << ": " << s.message();
@@ -161,6 +199,9 @@ int main(int argc, char** argv) {
   // In-flight calls get a bounded grace period; then they are cancelled.
   server->Shutdown(std::chrono::system_clock::now() + std::chrono::seconds(10));
   server->Wait();
+  (*streaming_server)->Stop();
+  log_copier.Stop();
+  writable_layers.Stop();
   ::unlink(socket_path.c_str());
   LOG_INFO << "stopped";
   return 0;

@@ -107,6 +107,8 @@ absl::StatusOr<v1::PodSandboxStatusResponse> CriService::PodSandboxStatus(const 
                            {"networkPlugin", checkpoint.ok() ? checkpoint->network_plugin : ""},
                            {"cniNetwork", checkpoint.ok() ? checkpoint->network_name : ""},
                            {"hostConfig", sandbox.raw.value("HostConfig", nlohmann::json::object())}};
+    // What the last UpdatePodSandboxResources recorded (sandbox_resources.cc).
+    if (checkpoint.ok() && !checkpoint->pod_resources.is_null()) info["podResources"] = checkpoint->pod_resources;
     (*resp.mutable_info())["info"] = info.dump();
   }
   return resp;

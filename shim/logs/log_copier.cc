@@ -6,6 +6,7 @@
 
 #include <cerrno>
 #include <cstring>
+#include <filesystem>
 #include <future>
 #include <optional>
 #include <utility>
@@ -13,6 +14,7 @@
 #include <boost/asio/post.hpp>
 #include <boost/asio/steady_timer.hpp>
 
+#include "absl/strings/match.h"
 #include "absl/strings/str_cat.h"
 #include "common/log.h"
 #include "common/unique_fd.h"
@@ -23,6 +25,7 @@
 namespace shim::logs {
 
 namespace asio = boost::asio;
+namespace fs = std::filesystem;
 using ErrorCode = boost::system::error_code;
 
 namespace {
@@ -34,6 +37,27 @@ constexpr absl::Duration kPingTimeout = absl::Seconds(5);
 constexpr std::size_t kMaxMessage = 64 << 10;
 // How often a file that cannot be written is tried again.
 constexpr absl::Duration kReopenRetry = absl::Seconds(1);
+
+// The kubelet rotates `<log>` by renaming it to `<log>.<YYYYMMDD-hhmmss>` and later
+// gzips all but the newest of those: the newest uncompressed one ends where the copy was.
+std::optional<std::string> NewestRotatedLog(const std::string& path) {
+  const fs::path log(path);
+  const std::string prefix = log.filename().string() + ".";
+  std::optional<std::string> newest;
+  fs::file_time_type newest_time;
+  std::error_code ec;
+  for (const fs::directory_entry& entry : fs::directory_iterator(log.parent_path(), ec)) {
+    const std::string name = entry.path().filename().string();
+    if (!absl::StartsWith(name, prefix) || absl::EndsWith(name, ".gz") || !entry.is_regular_file(ec)) continue;
+    const fs::file_time_type time = entry.last_write_time(ec);
+    if (ec) continue;
+    if (!newest || time > newest_time) {
+      newest = entry.path().string();
+      newest_time = time;
+    }
+  }
+  return newest;
+}
 
 common::UniqueFd OpenLog(const std::string& path) {
   return common::UniqueFd(::open(path.c_str(), O_WRONLY | O_CREAT | O_APPEND | O_CLOEXEC, 0640));
@@ -61,6 +85,7 @@ class LogCopier::Follower final : public std::enable_shared_from_this<Follower> 
     } else {
       last_nanos_ = resume->last_nanos;
       lines_at_last_ = resume->lines_at_last;
+      if (last_nanos_ == 0) ResumeAfterRotatedLog();
       struct stat st;
       if (::stat(path_.c_str(), &st) == 0 && static_cast<uint64_t>(st.st_size) > resume->valid_length &&
           ::truncate(path_.c_str(), static_cast<off_t>(resume->valid_length)) != 0) {
@@ -86,6 +111,16 @@ class LogCopier::Follower final : public std::enable_shared_from_this<Follower> 
   }
 
  private:
+  // Nothing in the file: rotated away, and the shim restarted before anything new came.
+  void ResumeAfterRotatedLog() {
+    const std::optional<std::string> rotated = NewestRotatedLog(path_);
+    if (!rotated) return;
+    if (absl::StatusOr<ResumePoint> before = FindResumePoint(*rotated); before.ok()) {
+      last_nanos_ = before->last_nanos;
+      lines_at_last_ = before->lines_at_last;
+    }
+  }
+
   void OpenFile() {
     fd_ = OpenLog(path_);
     if (fd_) {

@@ -9,7 +9,9 @@
 #include <sys/wait.h>
 #include <unistd.h>
 
+#include <algorithm>
 #include <chrono>
+#include <cstdlib>
 #include <filesystem>
 #include <fstream>
 #include <sstream>
@@ -91,7 +93,10 @@ class DaemonTest : public ::testing::Test {
     fs::create_directories(dir_);
     socket_ = (dir_ / "shim.sock").string();
   }
-  void TearDown() override { fs::remove_all(dir_); }
+  void TearDown() override {
+    (void)std::system("docker ps -aq --filter name=_dsdaemon-logs_ | xargs -r docker rm -f >/dev/null 2>&1");
+    fs::remove_all(dir_);
+  }
 
   std::vector<std::string> ServeArgs() {
     return {"--container-runtime-endpoint", "unix://" + socket_, "--docker-endpoint", testenv::DockerEndpoint(),
@@ -115,9 +120,92 @@ class DaemonTest : public ::testing::Test {
     return ctx;
   }
 
+  // A pod (Docker's bridge network) with one busybox container running `script`, its
+  // CRI log at <dir>/logs/writer/0.log. Returns the container ID, "" on failure.
+  std::string RunWriter(const std::string& script) {
+    auto runtime = v1::RuntimeService::NewStub(Channel());
+    v1::PodSandboxConfig pod;
+    pod.mutable_metadata()->set_name("writer");
+    pod.mutable_metadata()->set_namespace_(kLogNamespace);
+    pod.mutable_metadata()->set_uid(dir_.filename().string());  // unique per test and run
+    pod.set_log_directory((dir_ / "logs").string());
+    pod.mutable_linux();
+    v1::RunPodSandboxRequest run;
+    *run.mutable_config() = pod;
+    v1::RunPodSandboxResponse ran;
+    if (grpc::Status s = runtime->RunPodSandbox(Ctx().get(), run, &ran); !s.ok()) {
+      ADD_FAILURE() << "RunPodSandbox: " << s.error_message();
+      return "";
+    }
+    v1::CreateContainerRequest create;
+    create.set_pod_sandbox_id(ran.pod_sandbox_id());
+    *create.mutable_sandbox_config() = pod;
+    v1::ContainerConfig& c = *create.mutable_config();
+    c.mutable_metadata()->set_name("writer");
+    c.mutable_image()->set_image(testenv::BusyboxImage());
+    for (const char* part : {"sh", "-c"}) c.add_command(part);
+    c.add_command(script);
+    c.set_log_path("writer/0.log");
+    c.mutable_linux();
+    v1::CreateContainerResponse created;
+    if (grpc::Status s = runtime->CreateContainer(Ctx().get(), create, &created); !s.ok()) {
+      ADD_FAILURE() << "CreateContainer: " << s.error_message();
+      return "";
+    }
+    v1::StartContainerRequest start;
+    start.set_container_id(created.container_id());
+    v1::StartContainerResponse started;
+    if (grpc::Status s = runtime->StartContainer(Ctx().get(), start, &started); !s.ok()) {
+      ADD_FAILURE() << "StartContainer: " << s.error_message();
+      return "";
+    }
+    return created.container_id();
+  }
+  fs::path WriterLog() const { return dir_ / "logs" / "writer" / "0.log"; }
+
+  static constexpr char kLogNamespace[] = "dsdaemon-logs";
   fs::path dir_;
   std::string socket_;
 };
+
+// `lines` numbered lines, one every millisecond or so, then "done".
+std::string NumberedLines(int lines) {
+  return "i=0; while [ $i -lt " + std::to_string(lines) + " ]; do echo line-$i; i=$((i+1)); usleep 1000; done; echo done";
+}
+
+// Checks that `log` (CRI format) holds exactly line-0 ... line-<lines-1> then done, in
+// order, each once, all complete stdout lines; says what is wrong otherwise.
+std::string CheckNumberedLog(const std::string& log, int lines) {
+  std::istringstream in(log);
+  std::string line;
+  int next = 0;
+  while (std::getline(in, line)) {
+    const size_t space = line.find(' ');
+    if (space == std::string::npos || line.compare(space, 10, " stdout F ") != 0) return "not a CRI line: " + line;
+    const std::string text = line.substr(space + 10);
+    const std::string want = next < lines ? "line-" + std::to_string(next) : "done";
+    if (text != want) return "expected " + want + ", found " + text;
+    ++next;
+  }
+  return next == lines + 1 ? "" : "only " + std::to_string(next) + " lines";
+}
+
+// Waits for `path` to end with "done\n".
+bool WaitForDone(const fs::path& path, std::chrono::seconds timeout) {
+  const auto until = std::chrono::steady_clock::now() + timeout;
+  while (std::chrono::steady_clock::now() < until) {
+    const std::string text = ReadFile(path);
+    if (text.size() >= 5 && text.compare(text.size() - 5, 5, "done\n") == 0) return true;
+    std::this_thread::sleep_for(std::chrono::milliseconds(50));
+  }
+  return false;
+}
+
+int CountLines(const fs::path& path) {
+  const std::string text = ReadFile(path);
+  return static_cast<int>(std::count(text.begin(), text.end(), '\n'));
+}
+
 
 TEST_F(DaemonTest, VersionFlag) {
   Daemon d(dir_, {"--version"});
@@ -198,6 +286,66 @@ TEST_F(DaemonTest, CredentialsNeverReachTheLog) {
   ASSERT_TRUE(e.has_value());
   EXPECT_NE(e->stderr_text.find("PullImage"), std::string::npos) << "debug log expected";
   EXPECT_EQ(e->stderr_text.find(password), std::string::npos) << "password leaked into the log";
+}
+
+TEST_F(DaemonTest, KillNineWhileAContainerWritesLosesAndDuplicatesNoLogLine) {
+  constexpr int kLines = 3000;
+  auto first = std::make_unique<Daemon>(dir_, ServeArgs());
+  ASSERT_TRUE(WaitForSocket()) << first->Stderr();
+  ASSERT_FALSE(RunWriter(NumberedLines(kLines)).empty());
+  for (int i = 0; i < 200 && CountLines(WriterLog()) < 300; ++i) std::this_thread::sleep_for(std::chrono::milliseconds(20));
+  ASSERT_GE(CountLines(WriterLog()), 300) << ReadFile(WriterLog());
+  first.reset();  // SIGKILL while the container goes on writing
+  // What a write cut short by the kill would leave: half a line.
+  std::ofstream(WriterLog(), std::ios::app) << "2026-12-01T10:00:00.000000001Z stdout F li";
+  std::this_thread::sleep_for(std::chrono::milliseconds(300));
+
+  Daemon second(dir_, ServeArgs());
+  ASSERT_TRUE(WaitForSocket()) << second.Stderr();
+  ASSERT_TRUE(WaitForDone(WriterLog(), std::chrono::seconds(60))) << ReadFile(WriterLog()).substr(0, 2000);
+  EXPECT_EQ(CheckNumberedLog(ReadFile(WriterLog()), kLines), "");
+}
+
+TEST_F(DaemonTest, RotationByRenameAndReopenContainerLogLosesNoLine) {
+  constexpr int kLines = 2000;
+  Daemon d(dir_, ServeArgs());
+  ASSERT_TRUE(WaitForSocket()) << d.Stderr();
+  const std::string id = RunWriter(NumberedLines(kLines));
+  ASSERT_FALSE(id.empty());
+  auto runtime = v1::RuntimeService::NewStub(Channel());
+  // The kubelet's rotation: rename to <log>.<timestamp>, then ReopenContainerLog.
+  std::vector<fs::path> rotated;
+  for (int i = 0; i < 5; ++i) {
+    std::this_thread::sleep_for(std::chrono::milliseconds(300));
+    rotated.push_back(WriterLog().string() + ".20261201-10000" + std::to_string(i));
+    fs::rename(WriterLog(), rotated.back());
+    v1::ReopenContainerLogRequest reopen;
+    reopen.set_container_id(id);
+    v1::ReopenContainerLogResponse reopened;
+    grpc::Status s = runtime->ReopenContainerLog(Ctx().get(), reopen, &reopened);
+    ASSERT_TRUE(s.ok()) << s.error_message();
+    ASSERT_TRUE(fs::exists(WriterLog())) << "a fresh file at the path";
+  }
+  ASSERT_TRUE(WaitForDone(WriterLog(), std::chrono::seconds(60))) << ReadFile(WriterLog()).substr(0, 2000);
+  std::string all;
+  for (const fs::path& file : rotated) {
+    EXPECT_GT(CountLines(file), 0) << file << " got no line: the rotation came too late";
+    all += ReadFile(file);
+  }
+  all += ReadFile(WriterLog());
+  EXPECT_EQ(CheckNumberedLog(all, kLines), "");
+
+  // A stopped container's log cannot be reopened (containerd answers the same).
+  v1::StopContainerRequest stop;
+  stop.set_container_id(id);
+  stop.set_timeout(0);
+  v1::StopContainerResponse stopped;
+  ASSERT_TRUE(runtime->StopContainer(Ctx().get(), stop, &stopped).ok());
+  v1::ReopenContainerLogRequest reopen;
+  reopen.set_container_id(id);
+  v1::ReopenContainerLogResponse reopened;
+  EXPECT_EQ(runtime->ReopenContainerLog(Ctx().get(), reopen, &reopened).error_code(),
+            grpc::StatusCode::FAILED_PRECONDITION);
 }
 
 }  // namespace

@@ -52,6 +52,7 @@
 #include "common/status.h"
 #include "dockerclient/docker_client_impl.h"
 #include "shim/cri_service.h"
+#include "shim/logs/log_copier.h"
 #include "shim/naming.h"
 #include "shim/network/cni_network.h"
 #include "shim/network/docker_bridge.h"
@@ -269,6 +270,7 @@ class PodIntegration : public ::testing::Test {
       }
     }
     service_.reset();
+    log_copier_.reset();
     network_.reset();
     // Then whatever an aborted test left.
     Sh("docker ps -aq --filter name=_" + namespace_ + "_ | xargs -r docker rm -f");
@@ -325,6 +327,8 @@ class PodIntegration : public ::testing::Test {
     options.root_directory = root_;
     options.pod_infra_image = infra_image;
     options.network_plugin = network_->Name();
+    if (!log_copier_) log_copier_ = std::make_unique<logs::LogCopier>(*docker_, logs::CopierOptions{});
+    options.log_copier = log_copier_.get();
     service_ = std::make_unique<CriService>(options, *docker_, *network_);
     absl::Status init = service_->Init();
     ASSERT_TRUE(init.ok()) << init;
@@ -433,6 +437,7 @@ class PodIntegration : public ::testing::Test {
   std::unique_ptr<dockerclient::DockerClient> docker_;
   std::unique_ptr<network::NetworkPlugin> network_;
   network::CniNetwork* cni_ = nullptr;  // network_, when it is CNI
+  std::unique_ptr<logs::LogCopier> log_copier_;  // writes the CRI log files; outlives service_
   std::unique_ptr<CriService> service_;
   std::vector<std::string> sandboxes_;  // removed in TearDown
 };

@@ -6,6 +6,7 @@
 #include <stdlib.h>
 
 #include <filesystem>
+#include <fstream>
 #include <memory>
 #include <string>
 #include <utility>
@@ -222,18 +223,47 @@ TEST_F(ContainerServiceTest, CreateFailureFromDockerIsReported) {
   EXPECT_THAT(failed.message(), HasSubstr("disk full"));
 }
 
-TEST_F(ContainerServiceTest, StartLinksTheCriLogToDockersLogFile) {
+TEST_F(ContainerServiceTest, CreateMakesTheCriLogFileForTheKubelet) {
   auto id = Create(Config());
   ASSERT_TRUE(id.ok()) << id.status();
-  ASSERT_TRUE(Start(*id).ok());
-  ASSERT_TRUE(fs::is_symlink(CriLogPath()));
-  EXPECT_EQ(fs::read_symlink(CriLogPath()), "/var/lib/docker/containers/" + *id + "/" + *id + "-json.log");
-  // A restart (kubelet reuses the container after a node reboot) replaces the link.
-  ASSERT_TRUE(Start(*id).ok());
-  EXPECT_TRUE(fs::is_symlink(CriLogPath()));
-
+  ASSERT_TRUE(fs::is_regular_file(fs::symlink_status(CriLogPath())));
+  EXPECT_EQ(fs::file_size(CriLogPath()), 0u);
+  // The kubelet removes log files itself.
   ASSERT_TRUE(Remove(*id).ok());
-  EXPECT_FALSE(fs::exists(fs::symlink_status(CriLogPath())));
+  EXPECT_TRUE(fs::exists(CriLogPath()));
+  EXPECT_EQ(AppContainerCount(), 0u);
+}
+
+TEST_F(ContainerServiceTest, CreateReplacesALinkToDockersLogWithAFile) {
+  fs::create_directories(fs::path(CriLogPath()).parent_path());
+  fs::create_symlink("/var/lib/docker/containers/x/x-json.log", CriLogPath());
+  ASSERT_TRUE(Create(Config()).ok());
+  EXPECT_TRUE(fs::is_regular_file(fs::symlink_status(CriLogPath())));
+}
+
+TEST_F(ContainerServiceTest, CreateRefusesLogPathsOutsideThePodLogDirectory) {
+  v1::ContainerConfig escaping = Config();
+  escaping.set_log_path("../../../etc/cron.d/x");
+  const absl::Status refused = Create(escaping).status();
+  EXPECT_EQ(refused.code(), absl::StatusCode::kInvalidArgument);
+  EXPECT_THAT(refused.message(), HasSubstr("inside the pod's log directory"));
+  v1::ContainerConfig absolute = Config();
+  absolute.set_log_path("/etc/passwd");
+  EXPECT_EQ(Create(absolute).status().code(), absl::StatusCode::kInvalidArgument);
+  pod_.set_log_directory("relative/../../path");
+  const absl::Status relative_dir = Create(Config()).status();
+  EXPECT_EQ(relative_dir.code(), absl::StatusCode::kInvalidArgument);
+  EXPECT_THAT(relative_dir.message(), HasSubstr("absolute"));
+  EXPECT_EQ(AppContainerCount(), 0u);
+}
+
+TEST_F(ContainerServiceTest, CreateUndoesTheContainerWhenItsLogCannotBeMade) {
+  // The pod's log directory is a file: nothing can be created under it.
+  fs::create_directories(fs::path(pod_.log_directory()).parent_path());
+  std::ofstream(pod_.log_directory()) << "not a directory";
+  const absl::Status failed = Create(Config()).status();
+  EXPECT_EQ(failed.code(), absl::StatusCode::kFailedPrecondition);
+  EXPECT_THAT(failed.message(), HasSubstr("cannot create the container log"));
   EXPECT_EQ(AppContainerCount(), 0u);
 }
 
@@ -243,7 +273,7 @@ TEST_F(ContainerServiceTest, StartOfUnknownOrSandboxContainerIsNotFound) {
   EXPECT_EQ(Start("").code(), absl::StatusCode::kInvalidArgument);
 }
 
-TEST_F(ContainerServiceTest, StartFailureIsReportedAndLinksNoLog) {
+TEST_F(ContainerServiceTest, StartFailureIsReported) {
   auto id = Create(Config());
   ASSERT_TRUE(id.ok());
   docker_.FailOperation("StartContainer",
@@ -251,7 +281,6 @@ TEST_F(ContainerServiceTest, StartFailureIsReportedAndLinksNoLog) {
   const absl::Status failed = Start(*id);
   EXPECT_EQ(failed.code(), absl::StatusCode::kInternal);
   EXPECT_THAT(failed.message(), HasSubstr("executable file not found"));
-  EXPECT_FALSE(fs::exists(fs::symlink_status(CriLogPath())));
 }
 
 TEST_F(ContainerServiceTest, StopAndRemoveAreIdempotent) {

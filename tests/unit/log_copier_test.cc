@@ -162,6 +162,22 @@ TEST_F(LogCopierTest, ResumesAfterWhatTheFileHoldsWithoutDuplicates) {
   EXPECT_THAT(Targets().at(0), HasSubstr("&since=1796119200.000000002"));
 }
 
+TEST_F(LogCopierTest, AfterARotationResumesAfterTheNewestRotatedFile) {
+  // The kubelet rotated the log (an older rotation is gzipped), then the shim restarted
+  // before the container wrote again: the fresh file gets only what is new.
+  std::ofstream(path_ + ".20261201-100000.gz") << "compressed";
+  std::ofstream(path_ + ".20261201-110000") << kT1 << " stdout F one\n" << kT2 << " stdout F two\n";
+  std::ofstream(path_).close();
+  Serve([](int fd, int) {
+    testhttp::WriteAll(fd, kOk);
+    testhttp::WriteAll(fd, Chunk(Frame(1, absl::StrCat(kT2, " two\n")) + Frame(1, absl::StrCat(kT3, " three\n"))));
+    testhttp::WriteAll(fd, kEnd);
+  });
+  copier_->Follow("c1", path_, false);
+  EXPECT_TRUE(FileHolds(absl::StrCat(kT3, " stdout F three\n"))) << ReadFile(path_);
+  EXPECT_THAT(Targets().at(0), HasSubstr("&since=1796119200.000000002"));
+}
+
 TEST_F(LogCopierTest, ABrokenStreamResumesWhereItStopped) {
   Serve([](int fd, int index) {
     testhttp::WriteAll(fd, kOk);
