@@ -75,10 +75,25 @@ void LogStream::ReadBody() {
       if (ec == http::error::end_of_stream && self->parser_.is_done()) return self->End(absl::OkStatus());
       return self->End(absl::UnavailableError(absl::StrCat("read log stream: ", ec.message())));
     }
+    if (absl::Status parsed = self->ParseBuffered(); !parsed.ok()) return self->End(std::move(parsed));
     const std::size_t n = self->chunk_.size() - self->parser_.get().body().size;
     if (n > 0) self->on_data_(std::string_view(self->chunk_.data(), n));
     self->ReadBody();
   });
+}
+
+// dockerd sends each log message as a chunk of its own, and a read returns after one
+// chunk: the chunks already read are parsed too, without waiting for more bytes, so a
+// fast writer is handed on in pieces of up to kChunkSize, not message by message.
+absl::Status LogStream::ParseBuffered() {
+  while (!parser_.is_done() && parser_.get().body().size > 0 && buffer_.size() > 0) {
+    ErrorCode ec;
+    const std::size_t used = parser_.put(buffer_.data(), ec);
+    buffer_.consume(used);
+    if (ec == http::error::need_more || ec == http::error::need_buffer || (!ec && used == 0)) break;
+    if (ec) return absl::UnavailableError(absl::StrCat("read log stream: ", ec.message()));
+  }
+  return absl::OkStatus();
 }
 
 void LogStream::ReadErrorBody() {

@@ -46,6 +46,7 @@ class LogStream final : public std::enable_shared_from_this<LogStream> {
   void OnConnected(boost::system::error_code ec);
   void OnHeader(boost::system::error_code ec);
   void ReadBody();
+  absl::Status ParseBuffered();
   void ReadErrorBody();
   void End(absl::Status status);
 

@@ -17,6 +17,7 @@
 #include "absl/strings/match.h"
 #include "absl/strings/str_cat.h"
 #include "common/log.h"
+#include "common/status.h"
 #include "common/unique_fd.h"
 #include "dockerclient/log_stream.h"
 #include "dockerclient/stdcopy.h"
@@ -195,9 +196,9 @@ class LogCopier::Follower final : public std::enable_shared_from_this<Follower> 
     absl::StatusOr<int64_t> nanos = TimestampNanos(parsed->timestamp);
     if (!nanos.ok()) return;
     if (*nanos < skip_nanos_) return;  // already copied
-    std::string lines;
-    AppendCriLines(stream, parsed->timestamp, parsed->content, lines);
-    std::string_view fresh = lines;
+    lines_.clear();
+    AppendCriLines(stream, parsed->timestamp, parsed->content, lines_);
+    std::string_view fresh = lines_;
     if (*nanos == skip_nanos_) {
       for (; skip_lines_ > 0 && !fresh.empty(); --skip_lines_) fresh.remove_prefix(fresh.find('\n') + 1);
     } else {
@@ -214,7 +215,7 @@ class LogCopier::Follower final : public std::enable_shared_from_this<Follower> 
     pending_.append(fresh);
   }
 
-  // One write per piece read from Docker.
+  // One write per piece read from Docker (up to 64 KiB of messages).
   void Flush() {
     if (pending_.empty()) return;
     if (!fd_ && absl::Now() - last_open_attempt_ >= kReopenRetry) OpenFile();
@@ -281,6 +282,7 @@ class LogCopier::Follower final : public std::enable_shared_from_this<Follower> 
   bool write_failing_ = false, stopped_ = false, finished_ = false;
   absl::Time last_open_attempt_ = absl::InfinitePast();
   std::string tty_line_, pending_;
+  std::string lines_;  // of the message at hand, reused
   int64_t last_nanos_ = 0;  // the last line written
   int lines_at_last_ = 0;
   int64_t skip_nanos_ = 0;  // while resuming
@@ -293,7 +295,7 @@ LogCopier::LogCopier(dockerclient::DockerClient& docker, CopierOptions options)
 LogCopier::~LogCopier() { Stop(); }
 
 void LogCopier::Follow(const std::string& container_id, const std::string& path, bool tty) {
-  absl::StatusOr<std::string> api = docker_.Ping(common::Context::WithTimeout(kPingTimeout));
+  absl::StatusOr<std::string> api = ApiVersion();
   if (!api.ok()) {
     LOG_WARN << "container " << container_id << ": cannot copy its log: " << api.status().message();
     return;
@@ -331,6 +333,14 @@ void LogCopier::Forget(const std::string& container_id) {
     it->second->Stop();
     followers_.erase(it);
   });
+}
+
+absl::StatusOr<std::string> LogCopier::ApiVersion() {
+  std::lock_guard lock(api_mu_);
+  if (api_version_.empty()) {
+    ASSIGN_OR_RETURN(api_version_, docker_.Ping(common::Context::WithTimeout(kPingTimeout)));
+  }
+  return api_version_;
 }
 
 CopierStats LogCopier::Stats() { return CopierStats{bytes_written_.load(), following_.load()}; }

@@ -11,6 +11,7 @@
 #include <atomic>
 #include <map>
 #include <memory>
+#include <mutex>
 #include <string>
 #include <thread>
 
@@ -18,6 +19,7 @@
 #include <boost/asio/io_context.hpp>
 
 #include "absl/status/status.h"
+#include "absl/status/statusor.h"
 #include "absl/time/time.h"
 #include "dockerclient/docker_client.h"
 
@@ -58,7 +60,12 @@ class LogCopier {
   class Follower;
 
  private:
+  // Docker's API version, asked once (Follow runs on every container start).
+  absl::StatusOr<std::string> ApiVersion();
+
   dockerclient::DockerClient& docker_;
+  std::mutex api_mu_;
+  std::string api_version_;  // guarded by api_mu_
   const CopierOptions options_;
   boost::asio::io_context ioc_{1};
   boost::asio::executor_work_guard<boost::asio::io_context::executor_type> work_;
