@@ -8,11 +8,15 @@
 #
 # Environment:
 #   BUILD=build        build directory (the one scripts/test.sh uses, same flags)
-#   BENCHES="transport_bench images_bench sandbox_bench"   which, in order
+#   BENCHES="transport_bench images_bench sandbox_bench streaming_bench stats_bench logs_bench"   which, in order
 #   RUNS=1             run each benchmark this many times (compare medians by eye)
 #   SKIP_ENV=1         do not run scripts/test-env.sh (dockerd + test images ready)
 #   SKIP_BUILD=1       use the binaries already in $BUILD
 #   DSBENCH_CYCLES=5   pod create/remove cycles in sandbox_bench
+#   streaming_bench:   DSBENCH_FORWARD_MIB=1024 (per port-forward run), DSBENCH_EXEC_MIB=256
+#                      (per exec stdout run), DSBENCH_ROUNDS=40 (exec round trips),
+#                      DSBENCH_IDLE_SESSIONS=200 (of each kind, for memory per session)
+#   logs_bench:        DSBENCH_LOG_MIB=256 (per throughput run), DSBENCH_LATENCY_LINES=500 (10 ms apart)
 #
 # scripts/test.sh (BENCH=1) runs the same binaries briefly, from its own build.
 set -euo pipefail
@@ -21,19 +25,19 @@ cd "$(dirname "${BASH_SOURCE[0]}")/.."
 
 [[ $EUID -eq 0 ]] || { echo "bench.sh: run as root (sudo $0): sandbox_bench creates network namespaces and pods" >&2; exit 1; }
 BUILD=${BUILD:-build}
-BENCHES=${BENCHES:-"transport_bench images_bench sandbox_bench"}
+BENCHES=${BENCHES:-"transport_bench images_bench sandbox_bench streaming_bench stats_bench logs_bench"}
 RUNS=${RUNS:-1}
 
 step() { echo; echo "==> $*"; }
 
-# sandbox_bench removes its containers and temp dir itself, also after a failure;
-# this catches a run killed by a signal (its network namespace dies with it). One
-# sandbox_bench at a time: they share the k8s_POD_bench-* names.
+# sandbox_bench, streaming_bench, stats_bench and logs_bench remove their containers and temp dirs themselves,
+# also after a failure; this catches a run killed by a signal (sandbox_bench's network
+# namespace dies with it). One of each at a time: runs share the k8s_POD_bench-* names.
 cleanup() {
   rm -rf "${TMPDIR:-/tmp}"/dsbench.?????? "${TMPDIR:-/tmp}"/dsbench-transport.??????
   command -v docker >/dev/null || return 0
   local ids=()
-  mapfile -t ids < <(docker ps -aq --filter 'name=^/k8s_POD_bench-' 2>/dev/null || true)
+  mapfile -t ids < <(docker ps -aq --filter 'name=^/k8s_POD_bench-' --filter 'name=^/k8s_sctr_bench-stream_' 2>/dev/null || true; docker ps -aq --filter 'name=_dsbench-stats_' 2>/dev/null || true; docker ps -aq --filter 'name=^/dsbench-logs-' 2>/dev/null || true)
   ((${#ids[@]} == 0)) || docker rm -f "${ids[@]}" >/dev/null 2>&1 || true
 }
 trap cleanup EXIT

@@ -3,10 +3,12 @@
 // each *_bench.cc into its own executable):
 //   - RawUnixHttp: a minimal blocking HTTP/1.1 client on one keep-alive unix-socket
 //     connection, the floor our transport (dockerclient/http_transport.cc) is
-//     compared against;
+//     compared against, and UrlEscape for its query strings;
 //   - Measure()/Compare(): per-iteration latency samples kept by name, so that the
 //     final table can print p50/p99 and ratios (Google Benchmark itself reports means);
-//   - PrintLatencyTable()/PrintRatioTable(): the figures printed after the run.
+//   - PrintLatencyTable()/PrintRatioTable(): the figures printed after the run;
+//   - RemoveContainersNamed(): the cleanup of a bench's containers by name, at start
+//     (leftovers of a killed run) and at the end.
 // Benchmarks print figures; nothing here fails a build or a test.
 #include <sys/socket.h>
 #include <sys/un.h>
@@ -25,8 +27,14 @@
 #include <utility>
 #include <vector>
 
+#include <string_view>
+
 #include <benchmark/benchmark.h>
 #include <nlohmann/json.hpp>
+
+#include "absl/time/time.h"
+#include "common/context.h"
+#include "dockerclient/docker_client.h"
 
 namespace bench {
 
@@ -211,6 +219,22 @@ class RawUnixHttp {
   size_t pos_ = 0;
 };
 
+// Percent-encodes all but RFC 3986's unreserved characters (Docker's filters= query).
+inline std::string UrlEscape(const std::string& s) {
+  static constexpr char kHex[] = "0123456789ABCDEF";
+  std::string out;
+  for (unsigned char c : s) {
+    if (std::isalnum(c) || c == '-' || c == '.' || c == '_' || c == '~') {
+      out += static_cast<char>(c);
+    } else {
+      out += '%';
+      out += kHex[c >> 4];
+      out += kHex[c & 15];
+    }
+  }
+  return out;
+}
+
 // ---------------------------------------------------------------------------
 // Latency samples, kept by name for the final tables.
 
@@ -339,6 +363,47 @@ inline void PrintRatioTable(const std::vector<Ratio>& ratios) {
     }
   }
   std::fflush(stdout);
+}
+
+// ---------------------------------------------------------------------------
+// Cleanup of a bench's containers.
+
+// Force-removes every container, running or not, whose name (without Docker's leading
+// '/') `match` accepts, whoever left it; problems go to stderr under `bench_name`.
+inline void RemoveContainersNamed(dockerclient::DockerClient& docker,
+                                  const std::function<bool(std::string_view name)>& match,
+                                  const std::string& bench_name) {
+  const auto ctx = [] { return common::Context::WithTimeout(absl::Seconds(60)); };
+  dockerclient::ListContainersOptions all;
+  all.all = true;
+  auto list = docker.ListContainers(ctx(), all);
+  if (!list.ok()) {
+    std::fprintf(stderr, "%s: cleanup: %s\n", bench_name.c_str(), list.status().ToString().c_str());
+    return;
+  }
+  for (const auto& c : *list) {
+    for (std::string_view name : c.names) {
+      if (!name.empty() && name.front() == '/') name.remove_prefix(1);
+      if (!match(name)) continue;
+      absl::Status s = docker.RemoveContainer(ctx(), c.id, /*force=*/true);
+      if (!s.ok() && !absl::IsNotFound(s))
+        std::fprintf(stderr, "%s: cleanup: remove %.*s: %s\n", bench_name.c_str(), static_cast<int>(name.size()),
+                     name.data(), s.ToString().c_str());
+      break;
+    }
+  }
+}
+
+// The same for names that start with one of `prefixes`.
+inline void RemoveContainersNamed(dockerclient::DockerClient& docker, const std::vector<std::string>& prefixes,
+                                  const std::string& bench_name) {
+  RemoveContainersNamed(
+      docker,
+      [&prefixes](std::string_view name) {
+        return std::any_of(prefixes.begin(), prefixes.end(),
+                           [name](const std::string& p) { return name.substr(0, p.size()) == p; });
+      },
+      bench_name);
 }
 
 }  // namespace bench

@@ -29,7 +29,6 @@
 #include <stdlib.h>
 #include <unistd.h>
 
-#include <cctype>
 #include <cstdio>
 #include <filesystem>
 #include <fstream>
@@ -90,21 +89,6 @@ double Since(bench::Clock::time_point t0) {
   return std::chrono::duration<double, std::micro>(bench::Clock::now() - t0).count();
 }
 void Record(const std::string& key, double us) { bench::Samples()[key].push_back(us); }
-
-std::string Escape(const std::string& s) {
-  static constexpr char kHex[] = "0123456789ABCDEF";
-  std::string out;
-  for (unsigned char c : s) {
-    if (std::isalnum(c) || c == '-' || c == '.' || c == '_' || c == '~') {
-      out += static_cast<char>(c);
-    } else {
-      out += '%';
-      out += kHex[c >> 4];
-      out += kHex[c & 15];
-    }
-  }
-  return out;
-}
 
 v1::PodSandboxConfig PodConfig(const std::string& name, const std::string& uid) {
   v1::PodSandboxConfig config;
@@ -467,27 +451,6 @@ BENCH(BM_Compare_ExecSync);
 
 // --- Setup and cleanup. --------------------------------------------------------------
 
-// Removes every container named k8s_POD_bench-* or k8s_bctr_bench-*, whoever left it.
-void RemoveBenchContainers(dockerclient::DockerClient& docker) {
-  dockerclient::ListContainersOptions all;
-  all.all = true;
-  auto list = docker.ListContainers(Ctx(), all);
-  if (!list.ok()) {
-    std::fprintf(stderr, "sandbox_bench: cleanup: %s\n", list.status().ToString().c_str());
-    return;
-  }
-  for (const auto& c : *list) {
-    for (std::string name : c.names) {
-      if (absl::StartsWith(name, "/")) name.erase(0, 1);
-      if (!absl::StartsWith(name, kNamePrefix) && !absl::StartsWith(name, kAppNamePrefix)) continue;
-      absl::Status s = docker.RemoveContainer(Ctx(), c.id, /*force=*/true);
-      if (!s.ok() && !absl::IsNotFound(s))
-        std::fprintf(stderr, "sandbox_bench: cleanup: remove %s: %s\n", name.c_str(), s.ToString().c_str());
-      break;
-    }
-  }
-}
-
 void Cleanup(Env& e) {
   if (e.service) {
     for (const std::string& id : e.pods) {
@@ -498,7 +461,7 @@ void Cleanup(Env& e) {
     e.pods.clear();
     e.containers.clear();  // removed with their pods
   }
-  if (e.docker) RemoveBenchContainers(*e.docker);
+  if (e.docker) bench::RemoveContainersNamed(*e.docker, {kNamePrefix, kAppNamePrefix}, "sandbox_bench");
   if (!e.dir.empty()) {
     std::error_code ec;
     std::filesystem::remove_all(e.dir, ec);
@@ -527,7 +490,7 @@ std::string Setup(Env& e) {
   auto api = e.docker->Ping(Ctx());
   if (!api.ok()) return "dockerd must run (scripts/test-env.sh): " + api.status().ToString();
   e.api_prefix = "/v" + *api;
-  RemoveBenchContainers(*e.docker);  // a killed earlier run
+  bench::RemoveContainersNamed(*e.docker, {kNamePrefix, kAppNamePrefix}, "sandbox_bench");  // a killed earlier run
 
   network::CniOptions cni;
   cni.bin_dirs = {testenv::CniBinDir()};
@@ -565,10 +528,10 @@ std::string Setup(Env& e) {
   nlohmann::json filters = nlohmann::json::object();
   filters["label"] = nlohmann::json::array(
       {absl::StrCat(kBenchLabel, "=1"), absl::StrCat(shim::kContainerTypeLabel, "=", shim::kContainerTypeSandbox)});
-  e.list_query = "/containers/json?all=1&filters=" + Escape(filters.dump());
+  e.list_query = "/containers/json?all=1&filters=" + bench::UrlEscape(filters.dump());
   filters["label"] = nlohmann::json::array(
       {absl::StrCat(kBenchLabel, "=1"), absl::StrCat(shim::kContainerTypeLabel, "=", shim::kContainerTypeContainer)});
-  e.container_list_query = "/containers/json?all=1&filters=" + Escape(filters.dump());
+  e.container_list_query = "/containers/json?all=1&filters=" + bench::UrlEscape(filters.dump());
 
   const auto t0 = bench::Clock::now();
   for (int i = 0; i < kPods; ++i) {
