@@ -387,11 +387,15 @@ absl::Status AddSecurity(const LinuxContainerSecurityContext& sc, const Containe
   }
   ASSIGN_OR_RETURN(std::vector<std::string> groups, MakeGroupAdd(sc.supplemental_groups()));
   if (!groups.empty()) host["GroupAdd"] = std::move(groups);
-  if (sc.privileged()) host["Privileged"] = true;
+  const bool emulate_privileged = sc.privileged() && params.restricted_capabilities;
+  if (sc.privileged() && !emulate_privileged) host["Privileged"] = true;
   if (sc.readonly_rootfs()) host["ReadonlyRootfs"] = true;
 
   std::vector<std::string> security_opts;
   AppendSELinuxOpts(sc.selinux_options(), security_opts);
+  if (emulate_privileged) {
+    AddPrivilegedWithoutTheFlag(*params.restricted_capabilities, params.host_devices, host, security_opts);
+  }
   // Docker gives privileged containers every capability and no seccomp,
   // AppArmor or path masking whatever is asked, so none of it is looked at.
   if (!sc.privileged()) {
@@ -403,6 +407,7 @@ absl::Status AddSecurity(const LinuxContainerSecurityContext& sc, const Containe
                      NormalizeCapabilities(sc.capabilities().add_capabilities(), "add_capabilities"));
     ASSIGN_OR_RETURN(std::vector<std::string> cap_drop,
                      NormalizeCapabilities(sc.capabilities().drop_capabilities(), "drop_capabilities"));
+    if (params.restricted_capabilities) cap_add = GrantableCapabilities(cap_add, *params.restricted_capabilities);
     if (!cap_add.empty()) host["CapAdd"] = std::move(cap_add);
     if (!cap_drop.empty()) host["CapDrop"] = std::move(cap_drop);
     // An empty list leaves Docker's defaults: CRI cannot tell "unset" from "empty",

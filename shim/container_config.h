@@ -5,9 +5,11 @@
 #include <nlohmann/json.hpp>
 #include <optional>
 #include <string>
+#include <vector>
 
 #include "absl/status/statusor.h"
 #include "api/cri.h"
+#include "shim/capabilities.h"
 
 namespace shim {
 
@@ -20,6 +22,11 @@ struct ContainerCreateParams {
   int oom_score_adj_floor = -1000;   // lowest oom_score_adj the host permits
   std::string seccomp_profile_root;  // base for Localhost profile refs that are not absolute (may be empty)
   std::optional<std::string> pid_target_container_id;  // Docker ID of the pid namespace's TARGET container
+  // Set on a host whose bounding set lacks capabilities that the engine would still ask
+  // runc for (capabilities.h): add_capabilities are limited to what the host grants,
+  // and privileged is spelled out (AddPrivilegedWithoutTheFlag) with `host_devices`.
+  const HostCapabilities* restricted_capabilities = nullptr;
+  std::vector<std::string> host_devices;
 };
 
 // Returns the /containers/create body, labels included. HostConfig.OomScoreAdj

@@ -90,6 +90,9 @@ absl::StatusOr<v1::CreateContainerResponse> CriService::CreateContainer(const co
   if (config.linux().resources().oom_score_adj() < params.oom_score_adj_floor) {
     oom_.Clamp(static_cast<int>(config.linux().resources().oom_score_adj()));  // logs the clamp once
   }
+  const auto& sc = config.linux().security_context();
+  params.restricted_capabilities = RestrictedCapabilities(*info, sc.privileged() || AddsMissingCapabilities(sc));
+  if (sc.privileged() && params.restricted_capabilities) params.host_devices = HostDeviceNodes();
   ASSIGN_OR_RETURN(nlohmann::json body, MakeContainerCreateBody(config, sandbox_config, params));
 
   // Docker answers a create with an unknown image by pulling nothing and failing; say it plainly.

@@ -1,5 +1,11 @@
 #include "shim/cri_service.h"
 
+#include <algorithm>
+
+#include "absl/strings/ascii.h"
+#include "absl/strings/match.h"
+#include "absl/strings/str_join.h"
+#include "common/log.h"
 #include "common/status.h"
 #include "shim/stats_sampler.h"
 
@@ -11,6 +17,7 @@ CriService::CriService(Options options, dockerclient::DockerClient& docker, netw
       network_(network),
       checkpoints_(options_.root_directory),
       oom_(options_.oom_score_adj_floor),
+      host_capabilities_(ReadHostCapabilities(options_.proc_root)),
       stats_(std::make_unique<StatsSampler>(docker, SamplerOptions{options_.proc_root, options_.cgroup_prefix,
                                                                    options_.clock, options_.writable_layers})) {}
 
@@ -21,5 +28,29 @@ absl::Status CriService::Init() {
 }
 
 CriService::~CriService() = default;
+
+const HostCapabilities* CriService::RestrictedCapabilities(const dockerclient::SystemInfo& info, bool asked) {
+  if (!host_capabilities_ || host_capabilities_->missing.empty() ||
+      EngineGrantsAllCapabilitiesItself(info.server_version)) {
+    return nullptr;
+  }
+  if (asked && !capability_clamp_logged_.exchange(true)) {
+    LOG_WARN << "this host's capability bounding set lacks " << absl::StrJoin(host_capabilities_->missing, ", ")
+             << ", which Docker " << info.server_version << " would ask runc for; privileged containers and those "
+             << "that add ALL get every other capability instead";
+  }
+  return &*host_capabilities_;
+}
+
+bool CriService::AddsMissingCapabilities(const v1::LinuxContainerSecurityContext& sc) const {
+  if (!host_capabilities_) return false;
+  const auto& missing = host_capabilities_->missing;
+  const auto& asked = sc.capabilities().add_capabilities();
+  return std::any_of(asked.begin(), asked.end(), [&](const std::string& cap) {
+    std::string name = absl::AsciiStrToUpper(cap);
+    if (name != "ALL" && !absl::StartsWith(name, "CAP_")) name = "CAP_" + name;
+    return name == "ALL" || std::find(missing.begin(), missing.end(), name) != missing.end();
+  });
+}
 
 }  // namespace shim

@@ -6,6 +6,7 @@
 // sandbox_run.cc, sandbox_stop_remove.cc, sandbox_status.cc, container_lifecycle.cc,
 // container_status.cc, exec_sync.cc, streaming_rpcs.cc, container_stats.cc,
 // sandbox_stats.cc, metrics.cc, sandbox_resources.cc.
+#include <atomic>
 #include <functional>
 #include <map>
 #include <memory>
@@ -18,6 +19,7 @@
 #include "common/context.h"
 #include "dockerclient/docker_client.h"
 #include "api/cri.h"
+#include "shim/capabilities.h"
 #include "shim/checkpoint_store.h"
 #include "shim/network/network_plugin.h"
 #include "shim/oom_score.h"
@@ -187,6 +189,10 @@ class CriService {
   static dockerclient::Labels WithoutLabelsOf(const ImageFacts& image, const dockerclient::Labels& labels);
 
   absl::StatusOr<std::string> IssueStreamingUrl(streaming::Request request);
+  // What this host can grant when the engine would ask runc for more (capabilities.h);
+  // null when it would not. Logs that once, when `asked` (privileged, ALL or a missing one).
+  const HostCapabilities* RestrictedCapabilities(const dockerclient::SystemInfo& info, bool asked);
+  bool AddsMissingCapabilities(const v1::LinuxContainerSecurityContext& sc) const;
   // Creates the container's CRI log file and has the copier fill it (container_logs.cc).
   void CopyContainerLog(const dockerclient::ContainerInspect& container);
   void ResumeLogCopies(const common::Context& ctx);
@@ -214,6 +220,8 @@ class CriService {
   network::NetworkPlugin& network_;
   CheckpointStore checkpoints_;
   OomScoreClamp oom_;
+  const std::optional<HostCapabilities> host_capabilities_;  // unset when /proc did not say
+  std::atomic<bool> capability_clamp_logged_{false};
   std::unique_ptr<StatsSampler> stats_;
 
   mutable std::mutex mu_;

@@ -508,11 +508,15 @@ absl::StatusOr<nlohmann::json> MakeSandboxCreateBody(const PodSandboxConfig& con
                                                    sc.has_run_as_group() ? &sc.run_as_group() : nullptr));
   if (!user.empty()) body["User"] = user;
   if (sc.readonly_rootfs()) host["ReadonlyRootfs"] = true;
-  if (sc.privileged()) host["Privileged"] = true;
+  const bool emulate_privileged = sc.privileged() && params.restricted_capabilities;
+  if (sc.privileged() && !emulate_privileged) host["Privileged"] = true;
   ASSIGN_OR_RETURN(std::vector<std::string> groups, MakeGroupAdd(sc.supplemental_groups()));
   if (!groups.empty()) host["GroupAdd"] = std::move(groups);
   std::vector<std::string> security_opts;
   AppendSELinuxOpts(sc.selinux_options(), security_opts);
+  if (emulate_privileged) {
+    AddPrivilegedWithoutTheFlag(*params.restricted_capabilities, params.host_devices, host, security_opts);
+  }
   // Docker runs privileged containers without seccomp and AppArmor confinement
   // whatever is asked, so profiles are not even looked at for them.
   if (!sc.privileged()) {

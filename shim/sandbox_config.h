@@ -8,6 +8,7 @@
 
 #include "absl/status/statusor.h"
 #include "api/cri.h"
+#include "shim/capabilities.h"
 #include "shim/network/network_plugin.h"
 
 namespace shim {
@@ -19,6 +20,9 @@ struct SandboxCreateParams {
   std::string network_mode;          // NetworkPlugin::DockerNetworkMode(): "none" or "bridge"
   int oom_score_adj = -998;          // already clamped to what the host permits
   std::string seccomp_profile_root;  // base for Localhost profile refs that are not absolute (may be empty)
+  // As ContainerCreateParams: set, a privileged pod is spelled out without Docker's flag.
+  const HostCapabilities* restricted_capabilities = nullptr;
+  std::vector<std::string> host_devices;
 };
 
 // Returns the /containers/create body. INVALID_ARGUMENT with the field's name for

@@ -70,6 +70,10 @@ absl::StatusOr<v1::RunPodSandboxResponse> CriService::RunPodSandbox(const common
   params.network_mode = network_.DockerNetworkMode();
   params.oom_score_adj = oom_.Clamp(kPodInfraOomScoreAdj);
   params.seccomp_profile_root = options_.seccomp_profile_root;
+  if (config.linux().security_context().privileged()) {
+    params.restricted_capabilities = RestrictedCapabilities(*info, /*asked=*/true);
+    if (params.restricted_capabilities) params.host_devices = HostDeviceNodes();
+  }
   ASSIGN_OR_RETURN(nlohmann::json body, MakeSandboxCreateBody(config, params));
   body["Labels"] = MakeLabels(config.labels(), config.annotations(),
                               {{kContainerTypeLabel, kContainerTypeSandbox}, {kContainerNameLabel, kSandboxContainerName}});

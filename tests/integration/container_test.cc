@@ -5,6 +5,9 @@
 #include <gmock/gmock.h>
 #include <gtest/gtest.h>
 
+#include "absl/strings/numbers.h"
+#include "absl/strings/strip.h"
+#include "shim/capabilities.h"
 #include "tests/integration/pod_fixture.h"
 
 namespace shim {
@@ -84,6 +87,54 @@ class ContainerIntegration : public PodIntegration {
 
   std::string log_dir_;
 };
+
+// This process's line of /proc/self/status, e.g. "CapBnd:\t000001fffeffffff".
+std::string OwnStatusValue(const std::string& key) {
+  std::ifstream in("/proc/self/status");
+  for (std::string line; std::getline(in, line);) {
+    if (absl::StartsWith(line, key + ":")) return std::string(absl::StripAsciiWhitespace(line.substr(key.size() + 1)));
+  }
+  return "";
+}
+
+TEST_F(ContainerIntegration, AddingAllCapabilitiesGivesEveryOneTheHostCanGrant) {
+  // On a host whose bounding set lacks some (this test machine lacks CAP_SYS_RESOURCE),
+  // Docker before 23 would ask runc for them all and the start would fail.
+  v1::ContainerConfig config = Busybox("allcaps", {"sleep", "600"});
+  config.mutable_linux()->mutable_security_context()->mutable_capabilities()->add_add_capabilities("ALL");
+  auto p = RunPodWith(Pod("allcaps"), config);
+  ASSERT_TRUE(p.ok()) << p.status();
+  auto caps = Exec(p->container_id, {"grep", "CapEff", "/proc/self/status"});
+  ASSERT_TRUE(caps.ok()) << caps.status();
+  // Docker 20.10's ALL stops at CAP_AUDIT_READ (bit 37); newer engines know more.
+  uint64_t host = 0;
+  ASSERT_TRUE(absl::SimpleHexAtoi(OwnStatusValue("CapBnd"), &host));
+  if (!EngineGrantsAllCapabilitiesItself(docker_->Version(ctx_)->version)) host &= (uint64_t{1} << 38) - 1;
+  EXPECT_EQ(caps->stdout(), absl::StrCat("CapEff:\t", absl::Hex(host, absl::kZeroPad16), "\n"));
+}
+
+TEST_F(ContainerIntegration, PrivilegedContainerManagesLinksAndMounts) {
+  // On this test machine (no CAP_SYS_RESOURCE, Docker 20.10) Docker's privileged flag
+  // would fail the start; the shim spells privileged out instead.
+  v1::PodSandboxConfig pod = Pod("priv");
+  pod.mutable_linux()->mutable_security_context()->set_privileged(true);
+  v1::ContainerConfig config = Busybox("priv", {"sleep", "600"});
+  config.mutable_linux()->mutable_security_context()->set_privileged(true);
+  auto p = RunPodWith(pod, config);
+  ASSERT_TRUE(p.ok()) << p.status();
+  auto link = Exec(p->container_id, {"sh", "-c", "ip link add dstest0 type bridge && ip link show dstest0"});
+  ASSERT_TRUE(link.ok()) << link.status();
+  EXPECT_EQ(link->exit_code(), 0) << link->stderr();
+  EXPECT_THAT(link->stdout(), HasSubstr("dstest0"));
+  auto mount = Exec(p->container_id, {"sh", "-c", "mkdir -p /mnt/t && mount -t tmpfs none /mnt/t && grep /mnt/t /proc/mounts"});
+  ASSERT_TRUE(mount.ok()) << mount.status();
+  EXPECT_EQ(mount->exit_code(), 0) << mount->stderr();
+  EXPECT_THAT(mount->stdout(), HasSubstr("tmpfs"));
+  // Unmasked /proc, as with Docker's flag.
+  auto kcore = Exec(p->container_id, {"sh", "-c", "grep -c /proc/kcore /proc/mounts || true"});
+  ASSERT_TRUE(kcore.ok()) << kcore.status();
+  EXPECT_EQ(kcore->stdout(), "0\n");
+}
 
 TEST_F(ContainerIntegration, ContainerSeesThePodsHostnameAndDns) {
   v1::PodSandboxConfig pod = Pod("dns");

@@ -7,6 +7,7 @@
 #include <string>
 #include <vector>
 
+#include "absl/strings/match.h"
 #include "shim/naming.h"
 #include "tests/unit/config_test_util.h"
 
@@ -839,6 +840,26 @@ INSTANTIATE_TEST_SUITE_P(
         CapCase{"dash", {"net-admin"}, {}, json(), json(), "\"net-admin\" is not a capability name"}),
     [](const auto& info) { return info.param.name; });
 
+TEST(ContainerConfigSecurity, ARestrictedHostGetsWhatItCanGrant) {
+  // Docker 20.10 on a host without CAP_SYS_RESOURCE in its bounding set.
+  const HostCapabilities host{{"CAP_CHOWN", "CAP_NET_ADMIN", "CAP_SYS_TIME"}, {"CAP_SYS_RESOURCE"}};
+  ContainerCreateParams params = Params();
+  params.restricted_capabilities = &host;
+  ContainerConfig all = MinimalConfig();
+  Sc(all)->mutable_capabilities()->add_add_capabilities("ALL");
+  Sc(all)->mutable_capabilities()->add_drop_capabilities("NET_ADMIN");
+  absl::StatusOr<json> b = MakeContainerCreateBody(all, Sandbox(), params);
+  ASSERT_TRUE(b.ok()) << b.status();
+  EXPECT_EQ((*b)["HostConfig"]["CapAdd"], json({"CAP_CHOWN", "CAP_NET_ADMIN", "CAP_SYS_TIME"}));
+  EXPECT_EQ((*b)["HostConfig"]["CapDrop"], json({"CAP_NET_ADMIN"})) << "Docker drops after it adds";
+
+  ContainerConfig named = MinimalConfig();
+  Sc(named)->mutable_capabilities()->add_add_capabilities("SYS_RESOURCE");
+  b = MakeContainerCreateBody(named, Sandbox(), params);
+  ASSERT_TRUE(b.ok()) << b.status();
+  EXPECT_FALSE((*b)["HostConfig"].contains("CapAdd")) << "a capability the host lacks is left out";
+}
+
 TEST(ContainerConfigSecurity, AmbientCapabilitiesIgnored) {
   ContainerConfig c = MinimalConfig();
   Sc(c)->mutable_capabilities()->add_add_ambient_capabilities("NET_BIND_SERVICE");
@@ -878,6 +899,42 @@ TEST(ContainerConfigSecurity, PrivilegedSkipsWhatDockerIgnores) {
     EXPECT_FALSE(h.contains(absent)) << absent;
   }
   EXPECT_EQ(h["SecurityOpt"], json({"label=type:spc_t", "no-new-privileges"}));
+}
+
+TEST(ContainerConfigSecurity, PrivilegedOnARestrictedHostIsSpelledOutWithoutTheFlag) {
+  const HostCapabilities host{{"CAP_CHOWN", "CAP_SYS_ADMIN"}, {"CAP_SYS_RESOURCE"}};
+  ContainerCreateParams params = Params();
+  params.restricted_capabilities = &host;
+  params.host_devices = {"/dev/fuse", "/dev/loop0"};
+  ContainerConfig c = MinimalConfig();
+  auto* sc = Sc(c);
+  sc->set_privileged(true);
+  sc->mutable_capabilities()->add_drop_capabilities("CHOWN");
+  sc->add_masked_paths("/proc/kcore");
+  sc->mutable_seccomp()->set_profile_type(SecurityProfile::Localhost);
+  sc->mutable_seccomp()->set_localhost_ref("/nonexistent/profile.json");
+  sc->set_no_new_privs(true);
+  absl::StatusOr<json> b = MakeContainerCreateBody(c, Sandbox(), params);
+  ASSERT_TRUE(b.ok()) << b.status();
+  const json& h = (*b)["HostConfig"];
+  EXPECT_FALSE(h.contains("Privileged"));
+  EXPECT_FALSE(h.contains("CapDrop")) << "privileged keeps every capability, as Docker's flag does";
+  EXPECT_EQ(h["CapAdd"], json({"CAP_CHOWN", "CAP_SYS_ADMIN"}));
+  EXPECT_EQ(h["Devices"], json::parse(R"([
+      {"PathOnHost": "/dev/fuse", "PathInContainer": "/dev/fuse", "CgroupPermissions": "rwm"},
+      {"PathOnHost": "/dev/loop0", "PathInContainer": "/dev/loop0", "CgroupPermissions": "rwm"}])"));
+  EXPECT_EQ(h["DeviceCgroupRules"], json({"a *:* rwm"}));
+  EXPECT_EQ(h["MaskedPaths"], json::array());
+  EXPECT_EQ(h["ReadonlyPaths"], json::array());
+  EXPECT_EQ(h["SecurityOpt"], json({"seccomp=unconfined", "apparmor=unconfined", "no-new-privileges"}));
+}
+
+TEST(HostDeviceNodes, ListsThisHostsDevicesButNotEveryContainersOwn) {
+  const std::vector<std::string> devices = HostDeviceNodes();
+  for (const char* own : {"/dev/null", "/dev/zero", "/dev/tty", "/dev/ptmx"}) {
+    EXPECT_THAT(devices, ::testing::Not(::testing::Contains(own)));
+  }
+  for (const std::string& d : devices) EXPECT_FALSE(absl::StartsWith(d, "/dev/pts/")) << d;
 }
 
 TEST(ContainerConfigSecurity, AllOptionsTogether) {

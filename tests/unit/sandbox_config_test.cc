@@ -393,6 +393,15 @@ TEST(SandboxConfigSecurity, ReadonlyPrivilegedGroups) {
   EXPECT_FALSE(h.contains("SecurityOpt"));
   EXPECT_FALSE(h.contains("CapAdd"));
   EXPECT_FALSE(h.contains("Devices"));
+
+  // On a restricted host whose engine's flag would fail: spelled out (capabilities.h).
+  const HostCapabilities host{{"CAP_NET_ADMIN"}, {"CAP_SYS_RESOURCE"}};
+  SandboxCreateParams restricted = Params();
+  restricted.restricted_capabilities = &host;
+  h = MustBody(c, restricted)["HostConfig"];
+  EXPECT_FALSE(h.contains("Privileged"));
+  EXPECT_EQ(h["CapAdd"], nlohmann::json({"CAP_NET_ADMIN"}));
+  EXPECT_EQ(h["SecurityOpt"], nlohmann::json({"seccomp=unconfined", "apparmor=unconfined"}));
 }
 
 struct ProfileCase {
