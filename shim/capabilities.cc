@@ -8,6 +8,7 @@
 #include <set>
 #include <sstream>
 
+#include "absl/strings/ascii.h"
 #include "absl/strings/match.h"
 #include "absl/strings/numbers.h"
 #include "absl/strings/str_split.h"
@@ -64,6 +65,17 @@ bool EngineGrantsAllCapabilitiesItself(std::string_view server_version) {
   int major = 0;
   const std::string_view head = server_version.substr(0, server_version.find('.'));
   return absl::SimpleAtoi(absl::string_view(head.data(), head.size()), &major) && major >= 23;
+}
+
+std::string CapabilityName(std::string_view name) {
+  std::string upper = absl::AsciiStrToUpper(absl::string_view(name.data(), name.size()));
+  if (upper == "ALL" || absl::StartsWith(upper, "CAP_")) return upper;
+  return "CAP_" + upper;
+}
+
+bool AsksBeyond(std::string_view name, const HostCapabilities& host) {
+  const std::string cap = CapabilityName(name);
+  return cap == "ALL" || std::find(host.missing.begin(), host.missing.end(), cap) != host.missing.end();
 }
 
 std::vector<std::string> GrantableCapabilities(const std::vector<std::string>& cap_add, const HostCapabilities& host) {

@@ -33,6 +33,13 @@ std::optional<HostCapabilities> ReadHostCapabilities(const std::string& proc_roo
 // Docker Engines from 23 on ask runc only for what the bounding set holds.
 bool EngineGrantsAllCapabilitiesItself(std::string_view server_version);
 
+// The spelling Docker bodies use: "net_admin", "CAP_NET_ADMIN" -> "CAP_NET_ADMIN";
+// "all" -> "ALL" (Docker's word for every capability). No validation.
+std::string CapabilityName(std::string_view name);
+// Whether adding `name` (any spelling) asks for something `host` cannot grant: ALL,
+// or a capability it lacks.
+bool AsksBeyond(std::string_view name, const HostCapabilities& host);
+
 // `cap_add` (normalized: "ALL" or "CAP_*") as this host can grant it.
 std::vector<std::string> GrantableCapabilities(const std::vector<std::string>& cap_add, const HostCapabilities& host);
 

@@ -27,14 +27,12 @@
 #include <map>
 #include <vector>
 
-#include "absl/strings/ascii.h"
 #include "absl/strings/match.h"
 #include "absl/strings/numbers.h"
 #include "absl/strings/str_cat.h"
 #include "absl/strings/str_join.h"
 #include "absl/strings/str_replace.h"
 #include "absl/strings/string_view.h"
-#include "absl/strings/strip.h"
 #include "common/status.h"
 #include "shim/naming.h"
 #include "shim/sandbox_config.h"
@@ -347,20 +345,15 @@ absl::Status AddNamespaces(const ContainerConfig& config, const PodSandboxConfig
   return CheckUserNamespace(ns);
 }
 
-// "net_admin", "CAP_NET_ADMIN" -> "CAP_NET_ADMIN"; "all" -> "ALL" (Docker's word
-// for every capability). Docker accepts both spellings; one makes bodies comparable.
+// Each in CapabilityName's spelling (Docker accepts both; one makes bodies comparable),
+// checked to be a capability name.
 absl::StatusOr<std::vector<std::string>> NormalizeCapabilities(
     const google::protobuf::RepeatedPtrField<std::string>& caps, absl::string_view field) {
   std::vector<std::string> out;
   out.reserve(caps.size());
   for (int i = 0; i < caps.size(); ++i) {
-    const std::string upper = absl::AsciiStrToUpper(caps[i]);
-    if (upper == "ALL") {
-      out.push_back(upper);
-      continue;
-    }
-    absl::string_view name(upper);
-    absl::ConsumePrefix(&name, "CAP_");
+    std::string cap = CapabilityName(caps[i]);
+    const std::string_view name = std::string_view(cap).substr(cap == "ALL" ? 0 : 4);  // after "CAP_"
     const bool valid = !name.empty() && std::all_of(name.begin(), name.end(), [](char c) {
       return (c >= 'A' && c <= 'Z') || (c >= '0' && c <= '9') || c == '_';
     });
@@ -368,7 +361,7 @@ absl::StatusOr<std::vector<std::string>> NormalizeCapabilities(
       return Invalid(absl::StrCat("linux.security_context.capabilities.", field, "[", i, "]: ", Quote(caps[i]),
                                   " is not a capability name (want e.g. NET_ADMIN, CAP_NET_ADMIN or ALL)"));
     }
-    out.push_back(absl::StrCat("CAP_", name));
+    out.push_back(std::move(cap));
   }
   return out;
 }

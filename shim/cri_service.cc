@@ -2,8 +2,6 @@
 
 #include <algorithm>
 
-#include "absl/strings/ascii.h"
-#include "absl/strings/match.h"
 #include "absl/strings/str_join.h"
 #include "common/log.h"
 #include "common/status.h"
@@ -44,13 +42,9 @@ const HostCapabilities* CriService::RestrictedCapabilities(const dockerclient::S
 
 bool CriService::AddsMissingCapabilities(const v1::LinuxContainerSecurityContext& sc) const {
   if (!host_capabilities_) return false;
-  const auto& missing = host_capabilities_->missing;
   const auto& asked = sc.capabilities().add_capabilities();
-  return std::any_of(asked.begin(), asked.end(), [&](const std::string& cap) {
-    std::string name = absl::AsciiStrToUpper(cap);
-    if (name != "ALL" && !absl::StartsWith(name, "CAP_")) name = "CAP_" + name;
-    return name == "ALL" || std::find(missing.begin(), missing.end(), name) != missing.end();
-  });
+  return std::any_of(asked.begin(), asked.end(),
+                     [&](const std::string& cap) { return AsksBeyond(cap, *host_capabilities_); });
 }
 
 }  // namespace shim

@@ -53,6 +53,23 @@ TEST(GrantableCapabilities, AllBecomesWhatTheHostGrantsAndMissingNamesAreLeftOut
   EXPECT_TRUE(GrantableCapabilities({}, *host).empty());
 }
 
+TEST(CapabilityName, DockersSpellingOfAnyCRISpelling) {
+  EXPECT_EQ(CapabilityName("net_admin"), "CAP_NET_ADMIN");
+  EXPECT_EQ(CapabilityName("CAP_NET_ADMIN"), "CAP_NET_ADMIN");
+  EXPECT_EQ(CapabilityName("cap_chown"), "CAP_CHOWN");
+  EXPECT_EQ(CapabilityName("all"), "ALL");
+  EXPECT_EQ(CapabilityName(""), "CAP_");
+}
+
+TEST(AsksBeyond, AllAndWhatTheHostLacks) {
+  auto host = ParseHostCapabilities(kRestrictedStatus, 40);
+  ASSERT_TRUE(host.has_value());
+  EXPECT_TRUE(AsksBeyond("all", *host));
+  EXPECT_TRUE(AsksBeyond("sys_resource", *host));
+  EXPECT_TRUE(AsksBeyond("CAP_SYS_RESOURCE", *host));
+  EXPECT_FALSE(AsksBeyond("NET_ADMIN", *host));
+}
+
 TEST(EngineGrantsAllCapabilitiesItself, FromDocker23On) {
   EXPECT_FALSE(EngineGrantsAllCapabilitiesItself("20.10.24+dfsg1"));
   EXPECT_FALSE(EngineGrantsAllCapabilitiesItself("19.03.15"));
