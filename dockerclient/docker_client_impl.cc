@@ -227,10 +227,11 @@ absl::Status DockerClientImpl::Resize(const common::Context& ctx, std::string_vi
                    Call(ctx, operation, "POST", absl::StrCat(Av(path), "?h=", size.height, "&w=", size.width)));
   if (response.status / 100 == 2) return absl::OkStatus();
   // An exec's process that is not running is a 500 from dockerd: not started within
-  // its 10 s wait, or already ended.
+  // its 10 s wait, or already ended (stopped, or deleted by containerd a moment later).
   const std::string message = DockerErrorMessage(response.body);
   if (response.status == 500 && (absl::StrContains(message, "exec session ready") ||
-                                 absl::StrContains(message, "cannot resize a stopped container"))) {
+                                 absl::StrContains(message, "cannot resize a stopped container") ||
+                                 absl::StrContains(message, "cannot resize a deleted process"))) {
     return absl::FailedPreconditionError(absl::StrCat(Av(operation), ": the process is not running: ", message));
   }
   return HttpError(response.status, response.body, operation);

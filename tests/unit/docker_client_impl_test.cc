@@ -659,6 +659,8 @@ TEST(DockerClientImplTest, ResizeOfAProcessThatIsNotRunningIsFailedPrecondition)
              [](auto&) { return Json(500, R"({"message":"cannot resize a stopped container: unknown"})"); });
   dockerd.On("POST /v1.41/exec/unstarted/resize",
              [](auto&) { return Json(500, R"({"message":"timeout waiting for exec session ready"})"); });
+  dockerd.On("POST /v1.41/exec/deleted/resize",
+             [](auto&) { return Json(500, R"({"message":"cannot resize a deleted process: unknown"})"); });
   dockerd.On("POST /v1.41/exec/broken/resize", [](auto&) { return Json(500, R"({"message":"runc failed"})"); });
   dockerd.On("POST /v1.41/containers/c1/resize",
              [](auto&) { return Json(409, R"({"message":"Container c1 is not running"})"); });
@@ -669,6 +671,8 @@ TEST(DockerClientImplTest, ResizeOfAProcessThatIsNotRunningIsFailedPrecondition)
   EXPECT_EQ(ended.message(),
             "resize exec ended: the process is not running: cannot resize a stopped container: unknown");
   EXPECT_EQ(client->ResizeExec(Ctx(), "unstarted", size).code(), absl::StatusCode::kFailedPrecondition);
+  EXPECT_EQ(client->ResizeExec(Ctx(), "deleted", size).message(),
+            "resize exec deleted: the process is not running: cannot resize a deleted process: unknown");
   EXPECT_EQ(client->ResizeExec(Ctx(), "broken", size).code(), absl::StatusCode::kInternal);
   EXPECT_EQ(client->ResizeExec(Ctx(), "gone", size).code(), absl::StatusCode::kNotFound);
   const absl::Status container = client->ResizeContainer(Ctx(), "c1", size);
