@@ -13,6 +13,7 @@
 #include "common/log.h"
 #include "common/status.h"
 #include "common/strings.h"
+#include "dockerclient/api_version.h"
 #include "dockerclient/errors.h"
 #include "dockerclient/stdcopy.h"
 
@@ -26,13 +27,6 @@ using common::Av;
 // Docker answers the stop request only after its own timeout and the SIGKILL that
 // follows, so the request must outlive the stop timeout by this much.
 constexpr absl::Duration kStopMargin = absl::Seconds(30);
-
-std::optional<std::pair<int, int>> ParseApiVersion(std::string_view version) {
-  std::pair<absl::string_view, absl::string_view> parts = absl::StrSplit(Av(version), absl::MaxSplits('.', 1));
-  int major = 0, minor = 0;
-  if (!absl::SimpleAtoi(parts.first, &major) || !absl::SimpleAtoi(parts.second, &minor)) return std::nullopt;
-  return std::make_pair(major, minor);
-}
 
 // Percent-encodes all but RFC 3986 unreserved characters and those in `keep`; for
 // path segments and query values.
@@ -440,7 +434,7 @@ absl::StatusOr<std::string> DockerClientImpl::CreateExec(const common::Context& 
                {"AttachStderr", config.attach_stderr},
                {"Tty", config.tty}};
   ASSIGN_OR_RETURN(const std::string version, ApiVersion(ctx, operation));
-  if (config.console_size && *ParseApiVersion(version) >= std::make_pair(1, 42)) {
+  if (config.console_size && ApiAtLeast(version, 1, 42)) {
     body["ConsoleSize"] = {config.console_size->height, config.console_size->width};
   }
   ASSIGN_OR_RETURN(HttpResponse response,

@@ -1,0 +1,21 @@
+#pragma once
+// What the Docker Engine behind the shim can express, from its negotiated API version and
+// /info: the one table that gates version-dependent CRI features.
+#include <string>
+#include <string_view>
+
+#include "dockerclient/types.h"
+
+namespace shim {
+
+struct EngineFeatures {
+  std::string api_version;          // negotiated, "1.41"
+  bool recursive_read_only = false;  // BindOptions.ReadOnlyForceRecursive (API 1.44+, Docker 25)
+  bool image_mounts = false;         // Mount.Type "image" (API 1.48+, Docker 28)
+  bool cdi = false;                  // CDI device requests: API 1.44+ and CDI spec dirs in /info
+};
+
+// `api_version` is the negotiated version (DockerClient::Ping); `info` the daemon's /info.
+EngineFeatures FeaturesFor(std::string_view api_version, const dockerclient::SystemInfo& info);
+
+}  // namespace shim
