@@ -27,6 +27,9 @@ using common::Av;
 // Docker answers the stop request only after its own timeout and the SIGKILL that
 // follows, so the request must outlive the stop timeout by this much.
 constexpr absl::Duration kStopMargin = absl::Seconds(30);
+// How long a stop waits for Docker's container list to show the exit.
+constexpr int kListCatchUpAttempts = 100;
+constexpr absl::Duration kListCatchUpInterval = absl::Milliseconds(5);
 
 // Percent-encodes all but RFC 3986 unreserved characters and those in `keep`; for
 // path segments and query values.
@@ -395,7 +398,21 @@ absl::Status DockerClientImpl::StopContainer(const common::Context& ctx, const s
   if (response.status != 204 && response.status != 304) {
     return HttpError(response.status, response.body, operation);
   }
+  if (response.status == 204) AwaitListedStopped(ctx, id);
   return absl::OkStatus();
+}
+
+void DockerClientImpl::AwaitListedStopped(const common::Context& ctx, const std::string& id) {
+  // Docker (seen with 26.1) wakes the stop request before its container list catches up
+  // with the exit, so a list right after the stop could still say "running".
+  ListContainersOptions options;
+  options.id = id;
+  for (int attempt = 0; attempt < kListCatchUpAttempts; ++attempt) {
+    absl::StatusOr<std::vector<ContainerSummary>> listed = ListContainers(ctx, options);
+    if (!listed.ok() || listed->empty() || listed->front().state != "running") return;
+    absl::SleepFor(kListCatchUpInterval);
+  }
+  LOG_WARN << "Docker still lists container " << id << " as running after it stopped";
 }
 
 absl::Status DockerClientImpl::RemoveContainer(const common::Context& ctx, const std::string& id, bool force) {

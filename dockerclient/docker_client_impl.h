@@ -84,6 +84,7 @@ class DockerClientImpl : public DockerClient {
   absl::StatusOr<std::string> PingAndNegotiate(const common::Context& ctx, std::string_view operation);
   // "1.41", negotiating first if needed.
   absl::StatusOr<std::string> ApiVersion(const common::Context& ctx, std::string_view operation);
+  void AwaitListedStopped(const common::Context& ctx, const std::string& id);
   // "/v1.41", negotiating first if needed.
   absl::StatusOr<std::string> ApiPrefix(const common::Context& ctx, std::string_view operation);
   // A versioned request; any HTTP status is a success here.

@@ -1,11 +1,14 @@
 #!/bin/bash
 # Prepares what the integration tests need, on this machine, offline. Idempotent; run as root.
-#   (a) a Docker Engine: reuses whatever `docker info` reaches, else starts dockerd;
+#   (a) three Docker Engines: Debian 12's 20.10 (reuses whatever `docker info` reaches, else
+#       starts dockerd) and 26.1 and 28.5 beside it (scripts/docker-engines.sh);
+#       DOCKERSHIM_TEST_ENGINES="20 26 28" (the default) names the ones to prepare;
 #   (b) two registries (Debian docker-registry) on 127.0.0.1: :5000 without auth and
 #       :5001 with htpasswd auth (tester / s3cret-pass); Docker treats 127.0.0.0/8 as an
 #       insecure registry, so plain HTTP works;
 #   (c) the test images (scripts/test-images.sh);
-#   (d) the settings tests/integration/env.h reads, written to $W/env.sh and printed.
+#   (d) the settings tests/integration/env.h reads, written to $W/env.sh and printed;
+#       sourcing it with DOCKERSHIM_TEST_ENGINE=26 (default 20) selects the engine under test.
 # Credentials never go to root's ~/.docker: logins use a throw-away DOCKER_CONFIG.
 set -euo pipefail
 export PATH="$PATH:/usr/local/sbin:/usr/sbin:/sbin"
@@ -17,6 +20,8 @@ AUTH_PORT=5001
 AUTH_USER=tester
 AUTH_PASSWORD=s3cret-pass
 CNI_BIN=/usr/lib/cni
+ENGINES=${DOCKERSHIM_TEST_ENGINES:-20 26 28}
+EXTRA_ENGINES=$(tr ' ' '\n' <<<"$ENGINES" | grep -vx 20 | xargs || true)
 
 log() { echo "test-env: $*"; }
 die() { echo "test-env: error: $*" >&2; exit 1; }
@@ -61,6 +66,18 @@ else
   done
   log "dockerd up (server $(docker version -f '{{.Server.Version}}'))"
 fi
+
+# The newer engines, each beside the 20.10 daemon with its own socket, state and bridge.
+# shellcheck disable=SC2086
+[[ -z $EXTRA_ENGINES ]] || "$ROOT/scripts/docker-engines.sh" start $EXTRA_ENGINES
+engine_endpoint() { # n
+  if [[ $1 == 20 ]]; then
+    if [[ ${DOCKER_HOST:-} == unix://* ]]; then echo "$DOCKER_HOST"; else echo unix:///var/run/docker.sock; fi
+  else
+    "$ROOT/scripts/docker-engines.sh" endpoint "$1"
+  fi
+}
+ENDPOINT_20=$(engine_endpoint 20)
 
 # ---- (b) registries -----------------------------------------------------------------------
 http_code() { # url [curl args...]: the HTTP status, 000 if nothing answers
@@ -151,12 +168,30 @@ log "docker login 127.0.0.1:$AUTH_PORT works (throw-away DOCKER_CONFIG)"
 # ---- (c) images ---------------------------------------------------------------------------
 # Containers an interrupted earlier run left (every CRI container carries the type label)
 # would hold the test images and make the image-removal tests fail.
-leftovers=$(docker ps -aq --filter label=io.kubernetes.docker.type)
-if [[ -n $leftovers ]]; then
-  log "removing $(wc -w <<<"$leftovers") containers an earlier test run left"
-  docker rm -f $leftovers >/dev/null
-fi
+for n in $ENGINES; do
+  [[ $n == 20 ]] && endpoint=$ENDPOINT_20 || endpoint=$(engine_endpoint "$n")
+  leftovers=$(DOCKER_HOST=$endpoint docker ps -aq --filter label=io.kubernetes.docker.type)
+  if [[ -n $leftovers ]]; then
+    log "removing $(wc -w <<<"$leftovers") containers an earlier test run left on docker $n"
+    DOCKER_HOST=$endpoint docker rm -f $leftovers >/dev/null
+  fi
+done
 "$ROOT/scripts/test-images.sh"
+# The other engines get the very same images (same IDs, so the registries' tags match).
+mapfile -t test_images < <(docker images --format '{{.Repository}}:{{.Tag}}' 'dockershim-test/*')
+for n in $EXTRA_ENGINES; do
+  endpoint=$(engine_endpoint "$n")
+  missing=()
+  for image in "${test_images[@]}"; do
+    want=$(docker image inspect -f '{{.Id}}' "$image")
+    have=$(DOCKER_HOST=$endpoint docker image inspect -f '{{.Id}}' "$image" 2>/dev/null || true)
+    [[ $want == "$have" ]] || missing+=("$image")
+  done
+  if ((${#missing[@]})); then
+    log "loading ${#missing[@]} test images into docker $n"
+    docker save "${missing[@]}" | DOCKER_HOST=$endpoint docker load -q >/dev/null
+  fi
+done
 
 # anonymous pulls from the auth registry fail
 private=127.0.0.1:$AUTH_PORT/private/busybox:latest
@@ -171,16 +206,27 @@ for p in bridge host-local loopback portmap; do
 done
 
 # ---- (d) settings -------------------------------------------------------------------------
-docker_endpoint=unix:///var/run/docker.sock
-[[ ${DOCKER_HOST:-} == unix://* ]] && docker_endpoint=$DOCKER_HOST
-cat >"$W/env.sh" <<EOF
+{
+  cat <<EOF
 # Written by scripts/test-env.sh; read by tests/integration/env.h (these are its defaults).
-export DOCKERSHIM_TEST_DOCKER=$docker_endpoint
+# DOCKERSHIM_TEST_ENGINE (one of DOCKERSHIM_TEST_ENGINES) selects the engine under test.
+export DOCKERSHIM_TEST_ENGINES="$ENGINES"
+EOF
+  for n in $ENGINES; do
+    [[ $n == 20 ]] && endpoint=$ENDPOINT_20 || endpoint=$(engine_endpoint "$n")
+    echo "export DOCKERSHIM_TEST_DOCKER_$n=$endpoint"
+  done
+  cat <<'EOF'
+DOCKERSHIM_TEST_ENGINE=${DOCKERSHIM_TEST_ENGINE:-${DOCKERSHIM_TEST_ENGINES%% *}}
+eval "export DOCKERSHIM_TEST_DOCKER=\$DOCKERSHIM_TEST_DOCKER_$DOCKERSHIM_TEST_ENGINE"
+EOF
+  cat <<EOF
 export DOCKERSHIM_TEST_REGISTRY=127.0.0.1:$REG_PORT
 export DOCKERSHIM_TEST_AUTH_REGISTRY=127.0.0.1:$AUTH_PORT
 export DOCKERSHIM_TEST_AUTH_USER=$AUTH_USER
 export DOCKERSHIM_TEST_AUTH_PASSWORD=$AUTH_PASSWORD
 export DOCKERSHIM_TEST_CNI_BIN=$CNI_BIN
 EOF
+} >"$W/env.sh"
 log "ready in $((SECONDS - start))s; settings (source $W/env.sh):"
 sed -n 's/^export /  /p' "$W/env.sh"

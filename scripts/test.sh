@@ -1,7 +1,8 @@
 #!/bin/bash
 # THE test command: installs dependencies, prepares Docker + registries + test images,
-# builds with CMake/Ninja in ./build (warnings are errors), then runs the unit tests and
-# the integration tests (real dockerd, registries on 127.0.0.1, CNI plugins) with ctest,
+# builds with CMake/Ninja in ./build (warnings are errors), then runs the unit tests, the
+# integration tests (real dockerd, registries on 127.0.0.1, CNI plugins) with ctest once
+# per Docker Engine (20.10, 26.1, 28.5; DOCKERSHIM_TEST_ENGINES="20" tests only 20.10),
 # and a bounded libFuzzer run of every parser (scripts/fuzz.sh).
 # Exits non-zero on any failure. BENCH=1 also runs the benchmarks briefly.
 # Run as root on Debian 12: sudo ./scripts/test.sh
@@ -33,8 +34,13 @@ cmake --build "$BUILD" -j2
 failed=()
 step "unit tests"
 ctest --test-dir "$BUILD" --output-on-failure -L unit -j2 --timeout 300 || failed+=(unit)
-step "integration tests"
-ctest --test-dir "$BUILD" --output-on-failure -L integration --timeout 600 || failed+=(integration)
+for engine in $DOCKERSHIM_TEST_ENGINES; do
+  DOCKERSHIM_TEST_ENGINE=$engine
+  # shellcheck source=/dev/null
+  source /var/tmp/dockershim-test/env.sh
+  step "integration tests on Docker $(DOCKER_HOST=$DOCKERSHIM_TEST_DOCKER docker version -f '{{.Server.Version}} (API {{.Server.APIVersion}})') at $DOCKERSHIM_TEST_DOCKER"
+  ctest --test-dir "$BUILD" --output-on-failure -L integration --timeout 600 || failed+=("integration-docker-$engine")
+done
 step "fuzzing (scripts/fuzz.sh, bounded)"
 scripts/fuzz.sh || failed+=(fuzz)
 

@@ -19,6 +19,7 @@
 
 #include "api/cri.h"
 #include "tests/integration/env.h"
+#include "tests/integration/shell.h"
 
 extern char** environ;
 
@@ -94,7 +95,7 @@ class DaemonTest : public ::testing::Test {
     socket_ = (dir_ / "shim.sock").string();
   }
   void TearDown() override {
-    (void)std::system("docker ps -aq --filter name=_dsdaemon-logs_ | xargs -r docker rm -f >/dev/null 2>&1");
+    testenv::Sh("docker ps -aq --filter name=_dsdaemon-logs_ | xargs -r docker rm -f");
     fs::remove_all(dir_);
   }
 

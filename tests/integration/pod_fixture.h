@@ -63,6 +63,7 @@ namespace shim {
 namespace testpods {
 
 namespace fs = std::filesystem;
+using ::testing::AnyOf;
 using ::testing::AllOf;
 using ::testing::Contains;
 using ::testing::ElementsAre;
@@ -327,7 +328,11 @@ class PodIntegration : public ::testing::Test {
     options.root_directory = root_;
     options.pod_infra_image = infra_image;
     options.network_plugin = network_->Name();
-    if (!log_copier_) log_copier_ = std::make_unique<logs::LogCopier>(*docker_, logs::CopierOptions{});
+    if (!log_copier_) {
+      logs::CopierOptions copier_options;
+      copier_options.docker_socket_path = std::string(absl::StripPrefix(testenv::DockerEndpoint(), "unix://"));
+      log_copier_ = std::make_unique<logs::LogCopier>(*docker_, copier_options);
+    }
     options.log_copier = log_copier_.get();
     service_ = std::make_unique<CriService>(options, *docker_, *network_);
     absl::Status init = service_->Init();

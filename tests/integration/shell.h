@@ -5,12 +5,16 @@
 #include <cstdio>
 #include <string>
 
+#include "tests/integration/env.h"
+
 namespace testenv {
 
-// Runs `command` and returns its stdout; stderr is discarded.
+// Runs `command` and returns its stdout; stderr is discarded. `docker` in it talks to the
+// engine under test.
 inline std::string Sh(const std::string& command, int* exit_code = nullptr) {
   std::string out;
-  FILE* p = ::popen((command + " 2>/dev/null").c_str(), "r");
+  const std::string shell = "export DOCKER_HOST='" + DockerEndpoint() + "'; " + command + " 2>/dev/null";
+  FILE* p = ::popen(shell.c_str(), "r");
   if (!p) return out;
   char buf[4096];
   while (size_t n = fread(buf, 1, sizeof buf, p)) out.append(buf, n);

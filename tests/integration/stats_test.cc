@@ -278,7 +278,7 @@ TEST_F(StatsIntegration, WritableLayerIsMeasuredInTheBackground) {
   EXPECT_THAT(layer.used_bytes().value(), Ge(4 * kMiB)) << stats->DebugString();
   EXPECT_THAT(layer.used_bytes().value(), Le(5 * kMiB));
   EXPECT_THAT(layer.inodes_used().value(), Ge(2u)) << "the layer's root and /blob";
-  EXPECT_EQ(layer.fs_id().mountpoint(), "/var/lib/docker");
+  EXPECT_EQ(layer.fs_id().mountpoint(), Sh("docker info -f '{{.DockerRootDir}}' | tr -d '\\n'"));
   EXPECT_GE(layer.timestamp(), started - absl::ToInt64Nanoseconds(absl::Seconds(5)));
 }
 

@@ -319,6 +319,20 @@ TEST(DockerClientImplTest, StopOutlivesAShorterCallerDeadline) {
   EXPECT_TRUE(status.ok()) << status;
 }
 
+TEST(DockerClientImplTest, StopReturnsOnceDockersListShowsTheExit) {
+  FakeDockerd dockerd;
+  dockerd.On("POST /v1.41/containers/c1/stop", [](auto&) { return Json(204, ""); });
+  std::atomic<int> lists = 0;
+  dockerd.On("GET /v1.41/containers/json", [&](auto&) {
+    const char* state = ++lists < 3 ? "running" : "exited";
+    return Json(200, absl::StrCat(R"([{"Id":"c1","Names":["/c1"],"State":")", state, R"("}])"));
+  });
+  auto client = dockerd.Client();
+  ASSERT_TRUE(client->StopContainer(Ctx(), "c1", StopOptions{1}).ok());
+  EXPECT_EQ(lists, 3);
+  EXPECT_THAT(dockerd.requests().back().target, HasSubstr("c1"));
+}
+
 TEST(DockerClientImplTest, RemoveMissingContainerIsNotFound) {
   FakeDockerd dockerd;
   dockerd.On("DELETE /v1.41/containers/gone",
