@@ -136,6 +136,56 @@ TEST_F(ContainerIntegration, PrivilegedContainerManagesLinksAndMounts) {
   EXPECT_EQ(kcore->stdout(), "0\n");
 }
 
+// Kubernetes' mountPropagation: Bidirectional (rshared) lets a privileged container's
+// mount reach the host and the other containers; HostToContainer (rslave) sees the host's
+// and its neighbours' mounts; None (rprivate) sees neither.
+TEST_F(ContainerIntegration, MountPropagationBidirectionalHostToContainerAndPrivate) {
+  const std::string shared = dir_ + "/shared";
+  ASSERT_TRUE(ShOk("mkdir -p " + shared + " && mount --bind " + shared + " " + shared + " && mount --make-rshared " +
+                   shared));
+  struct Unmount {
+    std::string dir;
+    ~Unmount() { Sh("umount -R " + dir); }
+  } unmount{shared};
+
+  v1::PodSandboxConfig pod = Pod("prop");
+  pod.mutable_linux()->mutable_security_context()->set_privileged(true);
+  auto pod_id = Run(pod);
+  ASSERT_TRUE(pod_id.ok()) << pod_id.status();
+  std::map<std::string, std::string> ids;
+  for (const auto& [name, propagation] : {std::pair{"both", v1::PROPAGATION_BIDIRECTIONAL},
+                                          std::pair{"fromhost", v1::PROPAGATION_HOST_TO_CONTAINER},
+                                          std::pair{"none", v1::PROPAGATION_PRIVATE}}) {
+    v1::ContainerConfig config = Busybox(name, {"sleep", "600"});
+    config.mutable_linux()->mutable_security_context()->set_privileged(true);
+    v1::Mount* m = config.add_mounts();
+    m->set_host_path(shared);
+    m->set_container_path("/shared");
+    m->set_propagation(propagation);
+    auto id = Create(*pod_id, pod, config);
+    ASSERT_TRUE(id.ok()) << name << ": " << id.status();
+    ASSERT_TRUE(Start(*id).ok()) << name;
+    ids[name] = *id;
+  }
+  // What each container sees under /shared.
+  auto sees = [&](const std::string& name, const std::string& path) {
+    auto r = Exec(ids[name], {"sh", "-c", "grep -q ' /shared/" + path + " ' /proc/mounts"});
+    return r.ok() && r->exit_code() == 0;
+  };
+
+  ASSERT_TRUE(ShOk("mkdir -p " + shared + "/byhost && mount -t tmpfs host-tmpfs " + shared + "/byhost"));
+  EXPECT_TRUE(sees("both", "byhost"));
+  EXPECT_TRUE(sees("fromhost", "byhost"));
+  EXPECT_FALSE(sees("none", "byhost"));
+
+  auto mounted = Exec(ids["both"], {"sh", "-c", "mkdir -p /shared/byctr && mount -t tmpfs ctr-tmpfs /shared/byctr"});
+  ASSERT_TRUE(mounted.ok()) << mounted.status();
+  ASSERT_EQ(mounted->exit_code(), 0) << mounted->stderr();
+  EXPECT_THAT(Sh("grep ' " + shared + "/byctr ' /proc/mounts"), HasSubstr("ctr-tmpfs")) << "reached the host";
+  EXPECT_TRUE(sees("fromhost", "byctr"));
+  EXPECT_FALSE(sees("none", "byctr"));
+}
+
 TEST_F(ContainerIntegration, ContainerSeesThePodsHostnameAndDns) {
   v1::PodSandboxConfig pod = Pod("dns");
   pod.set_hostname("dns-test-host");
