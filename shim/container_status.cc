@@ -5,14 +5,25 @@
 #include "common/status.h"
 #include "shim/container_convert.h"
 #include "shim/cri_service.h"
+#include "shim/logs/log_copier.h"
 #include "shim/naming.h"
 
 namespace shim {
+
+namespace {
+constexpr absl::Duration kLogDrainWait = absl::Seconds(2);
+}  // namespace
 
 absl::StatusOr<v1::ContainerStatusResponse> CriService::ContainerStatus(const common::Context& ctx,
                                                                         const v1::ContainerStatusRequest& req) {
   if (req.container_id().empty()) return absl::InvalidArgumentError("ContainerStatus: container_id is required");
   ASSIGN_OR_RETURN(dockerclient::ContainerInspect container, InspectCriContainer(ctx, req.container_id()));
+  // As with containerd, an exited container's log is complete once its status says so
+  // (critest and `kubectl logs` read it right after).
+  if (options_.log_copier && container.state.status == "exited" &&
+      !options_.log_copier->AwaitFinished(container.id, kLogDrainWait)) {
+    LOG_WARN << "container " << container.id << ": its log copy has not caught up " << kLogDrainWait << " after it exited";
+  }
   const ImageFacts image = FactsOfImage(ctx, container.image);
   container.labels = WithoutLabelsOf(image, container.labels);
   v1::ContainerStatusResponse resp;

@@ -103,6 +103,12 @@ class LogCopier::Follower final : public std::enable_shared_from_this<Follower> 
     OpenFile();
   }
 
+  // `done` is set once the copy has ended (at once if it has).
+  void OnFinished(std::shared_ptr<std::promise<void>> done) {
+    if (finished_) return done->set_value();
+    finish_waiters_.push_back(std::move(done));
+  }
+
   void Stop() {
     stopped_ = true;
     retry_.cancel();
@@ -269,6 +275,8 @@ class LogCopier::Follower final : public std::enable_shared_from_this<Follower> 
     if (finished_) return;
     finished_ = true;
     --copier_.following_;
+    for (auto& waiter : finish_waiters_) waiter->set_value();
+    finish_waiters_.clear();
   }
 
   LogCopier& copier_;
@@ -283,6 +291,7 @@ class LogCopier::Follower final : public std::enable_shared_from_this<Follower> 
   absl::Time last_open_attempt_ = absl::InfinitePast();
   std::string tty_line_, pending_;
   std::string lines_;  // of the message at hand, reused
+  std::vector<std::shared_ptr<std::promise<void>>> finish_waiters_;
   int64_t last_nanos_ = 0;  // the last line written
   int lines_at_last_ = 0;
   int64_t skip_nanos_ = 0;  // while resuming
@@ -333,6 +342,17 @@ void LogCopier::Forget(const std::string& container_id) {
     it->second->Stop();
     followers_.erase(it);
   });
+}
+
+bool LogCopier::AwaitFinished(const std::string& container_id, absl::Duration timeout) {
+  auto done = std::make_shared<std::promise<void>>();
+  std::future<void> finished = done->get_future();
+  asio::post(ioc_, [this, container_id, done] {
+    auto it = followers_.find(container_id);
+    if (it == followers_.end()) return done->set_value();
+    it->second->OnFinished(done);
+  });
+  return finished.wait_for(absl::ToChronoNanoseconds(timeout)) == std::future_status::ready;
 }
 
 absl::StatusOr<std::string> LogCopier::ApiVersion() {

@@ -53,6 +53,9 @@ class LogCopier {
   absl::Status Reopen(const std::string& container_id);
   // Stops copying (the container is being removed).
   void Forget(const std::string& container_id);
+  // Waits up to `timeout` for the copy of an exited container to take in the end of
+  // Docker's stream. False if it did not in time; true if it did or is not copied.
+  bool AwaitFinished(const std::string& container_id, absl::Duration timeout);
   CopierStats Stats();
   // Stops every copy and joins the thread. Idempotent.
   void Stop();

@@ -244,6 +244,24 @@ TEST_F(LogCopierTest, ARemovedContainerEndsItsCopyWithoutRetrying) {
   EXPECT_EQ(Targets().size(), 1u);
 }
 
+TEST_F(LogCopierTest, AwaitFinishedWaitsForTheEndOfDockersStream) {
+  std::atomic<bool> end{false};
+  Serve([&end](int fd, int) {
+    testhttp::WriteAll(fd, kOk);
+    while (!end) absl::SleepFor(absl::Milliseconds(2));
+    testhttp::WriteAll(fd, Chunk(Frame(1, absl::StrCat(kT1, " last words\n"))));
+    testhttp::WriteAll(fd, kEnd);
+  });
+  EXPECT_TRUE(copier_->AwaitFinished("c1", absl::Seconds(1))) << "a container not copied has nothing to wait for";
+  copier_->Follow("c1", path_, false);
+  ASSERT_TRUE(Eventually([&] { return Targets().size() == 1; }));
+  EXPECT_FALSE(copier_->AwaitFinished("c1", absl::Milliseconds(50)));
+  end = true;
+  EXPECT_TRUE(copier_->AwaitFinished("c1", absl::Seconds(5)));
+  EXPECT_EQ(ReadFile(path_), absl::StrCat(kT1, " stdout F last words\n")) << "written before it returned";
+  EXPECT_TRUE(copier_->AwaitFinished("c1", absl::Seconds(1))) << "once finished";
+}
+
 TEST_F(LogCopierTest, StopEndsFollowedStreams) {
   std::atomic<bool> stop{false};
   Serve([&stop](int fd, int) {
