@@ -6,6 +6,7 @@
 #include <optional>
 
 #include "absl/strings/ascii.h"
+#include "absl/strings/escaping.h"
 #include "absl/strings/match.h"
 #include "absl/strings/numbers.h"
 #include "absl/strings/str_cat.h"
@@ -47,6 +48,20 @@ std::string Escape(std::string_view s, std::string_view keep = {}) {
     }
   }
   return out;
+}
+
+// Docker's IDs and names are [a-zA-Z0-9][a-zA-Z0-9_.-]*: anything else (a path such as
+// "../../x", which Docker would answer with a redirect) names nothing it has.
+absl::Status CheckObjectId(std::string_view id, std::string_view kind) {
+  const bool valid = !id.empty() && id.size() <= 256 && absl::ascii_isalnum(static_cast<unsigned char>(id[0])) &&
+                     std::all_of(id.begin(), id.end(), [](char ch) {
+                       const auto c = static_cast<unsigned char>(ch);
+                       return absl::ascii_isalnum(c) || c == '_' || c == '.' || c == '-';
+                     });
+  if (valid) return absl::OkStatus();
+  // Escaped and cut: the id came from a client and goes into messages and logs.
+  return absl::NotFoundError(
+      absl::StrCat("no such ", Av(kind), ": \"", absl::CHexEscape(Av(id.substr(0, 80))), id.size() > 80 ? "...\"" : "\""));
 }
 
 // Docker routes image names with their '/', ':' and '@' literally
@@ -344,6 +359,7 @@ absl::StatusOr<std::vector<ContainerSummary>> DockerClientImpl::ListContainers(c
 }
 
 absl::StatusOr<ContainerInspect> DockerClientImpl::InspectContainer(const common::Context& ctx, const std::string& id) {
+  RETURN_IF_ERROR(CheckObjectId(id, "container"));
   ASSIGN_OR_RETURN(json body, GetJson(ctx, absl::StrCat("inspect container ", id),
                                       absl::StrCat("/containers/", Escape(id), "/json")));
   return ParseContainerInspect(body);
@@ -374,6 +390,7 @@ absl::StatusOr<std::string> DockerClientImpl::CreateContainer(const common::Cont
 }
 
 absl::Status DockerClientImpl::StartContainer(const common::Context& ctx, const std::string& id) {
+  RETURN_IF_ERROR(CheckObjectId(id, "container"));
   const std::string operation = absl::StrCat("start container ", id);
   ASSIGN_OR_RETURN(HttpResponse response,
                    Call(ctx, operation, "POST", absl::StrCat("/containers/", Escape(id), "/start")));
@@ -386,6 +403,7 @@ absl::Status DockerClientImpl::StartContainer(const common::Context& ctx, const 
 
 absl::Status DockerClientImpl::StopContainer(const common::Context& ctx, const std::string& id,
                                              const StopOptions& options) {
+  RETURN_IF_ERROR(CheckObjectId(id, "container"));
   const std::string operation = absl::StrCat("stop container ", id);
   const int64_t timeout = std::max<int64_t>(0, options.timeout_seconds);
   // A caller's shorter deadline would abandon a stop that Docker still carries out;
@@ -416,6 +434,7 @@ void DockerClientImpl::AwaitListedStopped(const common::Context& ctx, const std:
 }
 
 absl::Status DockerClientImpl::RemoveContainer(const common::Context& ctx, const std::string& id, bool force) {
+  RETURN_IF_ERROR(CheckObjectId(id, "container"));
   const std::string operation = absl::StrCat("remove container ", id);
   ASSIGN_OR_RETURN(
       HttpResponse response,
@@ -428,6 +447,7 @@ absl::Status DockerClientImpl::RemoveContainer(const common::Context& ctx, const
 
 absl::Status DockerClientImpl::UpdateContainer(const common::Context& ctx, const std::string& id,
                                                const json& resources) {
+  RETURN_IF_ERROR(CheckObjectId(id, "container"));
   const std::string operation = absl::StrCat("update container ", id);
   ASSIGN_OR_RETURN(HttpResponse response, Call(ctx, operation, "POST",
                                                absl::StrCat("/containers/", Escape(id), "/update"), Dump(resources)));
@@ -444,6 +464,7 @@ absl::Status DockerClientImpl::UpdateContainer(const common::Context& ctx, const
 
 absl::StatusOr<std::string> DockerClientImpl::CreateExec(const common::Context& ctx, const std::string& container_id,
                                                          const ExecConfig& config) {
+  RETURN_IF_ERROR(CheckObjectId(container_id, "container"));
   const std::string operation = absl::StrCat("create exec in container ", container_id);
   json body = {{"Cmd", config.cmd},
                {"AttachStdin", config.attach_stdin},
@@ -468,6 +489,7 @@ absl::StatusOr<std::string> DockerClientImpl::CreateExec(const common::Context& 
 
 absl::Status DockerClientImpl::RunExec(const common::Context& ctx, const std::string& exec_id, bool tty,
                                        const ExecOutput& output) {
+  RETURN_IF_ERROR(CheckObjectId(exec_id, "exec"));
   const std::string operation = absl::StrCat("run exec ", exec_id);
   ASSIGN_OR_RETURN(const std::string prefix, ApiPrefix(ctx, operation));
   // Without an Upgrade header dockerd answers "200 OK" and sends the raw stream until
@@ -493,6 +515,7 @@ absl::Status DockerClientImpl::RunExec(const common::Context& ctx, const std::st
 }
 
 absl::StatusOr<ExecInspect> DockerClientImpl::InspectExec(const common::Context& ctx, const std::string& exec_id) {
+  RETURN_IF_ERROR(CheckObjectId(exec_id, "exec"));
   ASSIGN_OR_RETURN(json body,
                    GetJson(ctx, absl::StrCat("inspect exec ", exec_id), absl::StrCat("/exec/", Escape(exec_id), "/json")));
   ExecInspect inspect;
@@ -509,6 +532,7 @@ absl::StatusOr<ExecInspect> DockerClientImpl::InspectExec(const common::Context&
 
 absl::StatusOr<HijackedConnection> DockerClientImpl::StartExecAttached(const common::Context& ctx,
                                                                        const std::string& exec_id, bool tty) {
+  RETURN_IF_ERROR(CheckObjectId(exec_id, "exec"));
   // A start that fails only once the process is due to run (the exec has already run,
   // the command is not found) still gets "101 UPGRADED": dockerd writes its error into
   // the stream.
@@ -517,11 +541,13 @@ absl::StatusOr<HijackedConnection> DockerClientImpl::StartExecAttached(const com
 }
 
 absl::Status DockerClientImpl::ResizeExec(const common::Context& ctx, const std::string& exec_id, ConsoleSize size) {
+  RETURN_IF_ERROR(CheckObjectId(exec_id, "exec"));
   return Resize(ctx, absl::StrCat("resize exec ", exec_id), absl::StrCat("/exec/", Escape(exec_id), "/resize"), size);
 }
 
 absl::StatusOr<HijackedConnection> DockerClientImpl::AttachContainer(const common::Context& ctx, const std::string& id,
                                                                      const AttachOptions& options) {
+  RETURN_IF_ERROR(CheckObjectId(id, "container"));
   const std::string operation = absl::StrCat("attach to container ", id);
   const std::string path = absl::StrCat("/containers/", Escape(id));
   ASSIGN_OR_RETURN(json body, GetJson(ctx, operation, absl::StrCat(path, "/json")));
@@ -538,6 +564,7 @@ absl::StatusOr<HijackedConnection> DockerClientImpl::AttachContainer(const commo
 }
 
 absl::Status DockerClientImpl::ResizeContainer(const common::Context& ctx, const std::string& id, ConsoleSize size) {
+  RETURN_IF_ERROR(CheckObjectId(id, "container"));
   return Resize(ctx, absl::StrCat("resize container ", id), absl::StrCat("/containers/", Escape(id), "/resize"), size);
 }
 

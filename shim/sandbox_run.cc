@@ -59,6 +59,12 @@ absl::StatusOr<v1::RunPodSandboxResponse> CriService::RunPodSandbox(const common
   if (!req.has_config()) return absl::InvalidArgumentError("RunPodSandbox: config is required");
   const v1::PodSandboxConfig& config = req.config();
   const bool host_network = IsHostNetwork(config);
+  // The containers' CRI logs go under it (CriLogPath); a relative one would land
+  // wherever the shim runs.
+  if (!config.log_directory().empty() && config.log_directory().front() != '/') {
+    return absl::InvalidArgumentError(
+        absl::StrCat("RunPodSandbox: log_directory \"", config.log_directory(), "\" must be an absolute path"));
+  }
 
   // Everything that can be checked without side effects comes first.
   ASSIGN_OR_RETURN(std::string docker_runtime, DockerRuntimeFor(ctx, req.runtime_handler()));

@@ -333,6 +333,22 @@ TEST(DockerClientImplTest, StopReturnsOnceDockersListShowsTheExit) {
   EXPECT_THAT(dockerd.requests().back().target, HasSubstr("c1"));
 }
 
+TEST(DockerClientImplTest, IdsThatCannotNameAnythingAreNotFoundWithoutAskingDocker) {
+  FakeDockerd dockerd;
+  auto client = dockerd.Client();
+  for (const std::string& id : std::vector<std::string>{"../../../../etc/passwd", "", "a/b", "-rf", ".hidden",
+                                                       "x?all=1", std::string(300, 'a'), "a\nb"}) {
+    SCOPED_TRACE(id);
+    EXPECT_TRUE(absl::IsNotFound(client->InspectContainer(Ctx(), id).status()));
+    EXPECT_TRUE(absl::IsNotFound(client->StopContainer(Ctx(), id, StopOptions{1})));
+    EXPECT_TRUE(absl::IsNotFound(client->RemoveContainer(Ctx(), id, true)));
+    EXPECT_TRUE(absl::IsNotFound(client->InspectExec(Ctx(), id).status()));
+    EXPECT_TRUE(absl::IsNotFound(client->ResizeContainer(Ctx(), id, {10, 10})));
+  }
+  EXPECT_EQ(Message(client->InspectContainer(Ctx(), "a\nb").status()), ("no such container: \"a\\nb\""));
+  EXPECT_EQ(dockerd.requests().size(), 0u);
+}
+
 TEST(DockerClientImplTest, RemoveMissingContainerIsNotFound) {
   FakeDockerd dockerd;
   dockerd.On("DELETE /v1.41/containers/gone",

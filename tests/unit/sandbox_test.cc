@@ -507,6 +507,16 @@ TEST_F(SandboxServiceTest, ConfigWithoutLinuxSectionGetsThePluginNetwork) {
   EXPECT_THAT(st->status().network().ip(), StartsWith("10.0.0."));
 }
 
+TEST_F(SandboxServiceTest, RunRejectsARelativeLogDirectory) {
+  v1::PodSandboxConfig config = PodConfig();
+  config.set_log_directory("relative/../../path");
+  const absl::Status status = Run(config).status();
+  EXPECT_EQ(status.code(), absl::StatusCode::kInvalidArgument);
+  EXPECT_THAT(std::string(status.message()), HasSubstr("must be an absolute path"));
+  EXPECT_EQ(docker_.CallCount("CreateContainer"), 0);
+  ExpectNothingLeft();
+}
+
 TEST_F(SandboxServiceTest, RunRejectsMissingConfigOrMetadata) {
   v1::RunPodSandboxRequest req;
   EXPECT_EQ(service_->RunPodSandbox(ctx_, req).status().code(), absl::StatusCode::kInvalidArgument);
