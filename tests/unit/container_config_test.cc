@@ -375,6 +375,8 @@ TEST(ContainerConfigNamespaces, UserNamespaces) {
   userns->set_mode(NODE);
   EXPECT_TRUE(BodyStatus(c).ok());
   userns->set_mode(POD);
+  ExpectInvalid(BodyStatus(c), "userns_options.mode: POD (hostUsers: false) is not supported: Docker Engine has no "
+                               "per-pod user namespaces, only the daemon-wide userns-remap");
   auto* m = userns->add_uids();
   m->set_host_id(65536);
   m->set_length(65536);
