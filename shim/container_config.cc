@@ -14,7 +14,8 @@
 //   read-only, which is not what Kubernetes' readOnly means. Mounts the kubelet
 //   asks to relabel go into Binds with ":Z" instead, the only way to have
 //   Docker relabel; the kubelet asks that of its own volumes (secrets, config
-//   maps, emptyDirs...), which have no submounts for rro to change.
+//   maps, emptyDirs...), which have no submounts for rro to change. Binds have
+//   no mode that forces rro, so a relabelled mount cannot be recursive_read_only.
 // * Relabelling happens only when the container has SELinux options (as in
 //   cri-dockerd): without them Docker picks a random MCS label per container,
 //   and ":Z" would lock a shared volume to the first container that mounts it.
@@ -27,11 +28,13 @@
 #include <map>
 #include <vector>
 
+#include "absl/strings/ascii.h"
 #include "absl/strings/match.h"
 #include "absl/strings/numbers.h"
 #include "absl/strings/str_cat.h"
 #include "absl/strings/str_join.h"
 #include "absl/strings/str_replace.h"
+#include "absl/strings/str_split.h"
 #include "absl/strings/string_view.h"
 #include "common/status.h"
 #include "shim/naming.h"
@@ -135,7 +138,27 @@ absl::StatusOr<std::string> DockerPropagation(runtime::v1::MountPropagation p, a
   }
 }
 
-absl::Status AddMounts(const ContainerConfig& config, bool relabel, nlohmann::json& host) {
+// CRI's rules for recursive_read_only (the kubelet checks them too), then the engine's.
+absl::Status CheckRecursiveReadOnly(const runtime::v1::Mount& m, bool relabelled, const EngineFeatures& features,
+                                    const std::string& field) {
+  if (!m.readonly()) return Invalid(absl::StrCat(field, ".recursive_read_only: needs readonly"));
+  if (m.propagation() != runtime::v1::PROPAGATION_PRIVATE) {
+    return Invalid(absl::StrCat(field, ".recursive_read_only: needs propagation PROPAGATION_PRIVATE, not ",
+                                runtime::v1::MountPropagation_Name(m.propagation())));
+  }
+  if (!features.recursive_read_only) {
+    return Invalid(absl::StrCat(field, ".recursive_read_only: ", EngineName(features),
+                                " cannot make recursive read-only mounts; they need API 1.44 (Docker 25) or later"));
+  }
+  if (relabelled) {
+    return Invalid(absl::StrCat(field, ".recursive_read_only: Docker Engine cannot make a mount it relabels for "
+                                       "SELinux (selinux_relabel) recursively read-only"));
+  }
+  return absl::OkStatus();
+}
+
+absl::Status AddMounts(const ContainerConfig& config, bool relabel, const EngineFeatures& features,
+                       nlohmann::json& host) {
   nlohmann::json binds = nlohmann::json::array();
   nlohmann::json mounts = nlohmann::json::array();
   for (int i = 0; i < config.mounts_size(); ++i) {
@@ -149,9 +172,6 @@ absl::Status AddMounts(const ContainerConfig& config, bool relabel, nlohmann::js
       return Invalid(absl::StrCat(field, ": ID-mapped mounts (uidMappings/gidMappings) need pod user namespaces, "
                                          "which Docker Engine does not support"));
     }
-    if (m.recursive_read_only()) {
-      return Invalid(absl::StrCat(field, ".recursive_read_only: recursively read-only mounts are not supported"));
-    }
     if (!IsAbsolute(m.container_path())) {
       return Invalid(absl::StrCat(field, ".container_path: ", Quote(m.container_path()),
                                   " is not an absolute path"));
@@ -163,8 +183,10 @@ absl::Status AddMounts(const ContainerConfig& config, bool relabel, nlohmann::js
       return Invalid(absl::StrCat(field, ".host_path: ", Quote(m.host_path()), " is not an absolute path"));
     }
     ASSIGN_OR_RETURN(std::string propagation, DockerPropagation(m.propagation(), field));
+    const bool relabelled = relabel && m.selinux_relabel();
+    if (m.recursive_read_only()) RETURN_IF_ERROR(CheckRecursiveReadOnly(m, relabelled, features, field));
 
-    if (relabel && m.selinux_relabel()) {
+    if (relabelled) {
       if (absl::StrContains(m.host_path(), ':') || absl::StrContains(m.container_path(), ':')) {
         return Invalid(absl::StrCat(field, ": paths of a mount to relabel for SELinux cannot contain ':' (",
                                     Quote(m.host_path()), " -> ", Quote(m.container_path()), ")"));
@@ -182,7 +204,9 @@ absl::Status AddMounts(const ContainerConfig& config, bool relabel, nlohmann::js
     nlohmann::json mount = {{"Type", "bind"}, {"Source", m.host_path()}, {"Target", m.container_path()}};
     if (m.readonly()) {
       mount["ReadOnly"] = true;
-      bind_options["ReadOnlyNonRecursive"] = true;  // API 1.44+; older APIs are never recursive
+      // Both API 1.44+. Forced, Docker fails the container where the kernel (5.12+) or
+      // runtime cannot make it recursive, as CRI wants; older APIs are never recursive.
+      bind_options[m.recursive_read_only() ? "ReadOnlyForceRecursive" : "ReadOnlyNonRecursive"] = true;
     }
     mount["BindOptions"] = std::move(bind_options);
     mounts.push_back(std::move(mount));
@@ -192,7 +216,59 @@ absl::Status AddMounts(const ContainerConfig& config, bool relabel, nlohmann::js
   return absl::OkStatus();
 }
 
-absl::Status AddDevices(const ContainerConfig& config, nlohmann::json& host) {
+// A CDI name part by the CDI parser's rules: letters, digits and `extra`, starting with a
+// letter (or a digit, when `digit_first`) and ending with a letter or digit.
+bool IsCdiNamePart(absl::string_view s, bool digit_first, absl::string_view extra) {
+  if (s.empty() || !absl::ascii_isalnum(s.back())) return false;
+  if (!(absl::ascii_isalpha(s.front()) || (digit_first && absl::ascii_isdigit(s.front())))) return false;
+  return std::all_of(s.begin(), s.end(), [extra](char c) { return absl::ascii_isalnum(c) || absl::StrContains(extra, c); });
+}
+
+// "vendor.com/class=device".
+bool IsQualifiedCdiName(absl::string_view name) {
+  const std::size_t eq = name.find('=');
+  if (eq == absl::string_view::npos) return false;
+  const absl::string_view kind = name.substr(0, eq);
+  const std::size_t slash = kind.find('/');
+  if (slash == absl::string_view::npos) return false;
+  return IsCdiNamePart(kind.substr(0, slash), false, "_-.") && IsCdiNamePart(kind.substr(slash + 1), false, "_-") &&
+         IsCdiNamePart(name.substr(eq + 1), true, "_-.:");
+}
+
+constexpr absl::string_view kCdiAnnotationPrefix = "cdi.k8s.io/";
+
+// The CDI devices of CDI_devices and, as device plugins of kubelets before CDI_devices
+// (1.28) send them, of "cdi.k8s.io/..." annotations holding comma-separated names;
+// containerd reads both. Each once, in that order.
+absl::StatusOr<std::vector<std::string>> CdiDevices(const ContainerConfig& config) {
+  std::vector<std::string> names;
+  const auto add = [&names](std::string name) {
+    if (std::find(names.begin(), names.end(), name) == names.end()) names.push_back(std::move(name));
+  };
+  for (int i = 0; i < config.cdi_devices_size(); ++i) {
+    const std::string& name = config.cdi_devices(i).name();
+    if (!IsQualifiedCdiName(name)) {
+      return Invalid(absl::StrCat("CDI_devices[", i, "].name: ", Quote(name),
+                                  " is not a fully qualified CDI device name (vendor/class=device)"));
+    }
+    add(name);
+  }
+  // Sorted, so that the request does not depend on the map's order.
+  const std::map<std::string, std::string> annotations(config.annotations().begin(), config.annotations().end());
+  for (const auto& [key, value] : annotations) {
+    if (!absl::StartsWith(key, kCdiAnnotationPrefix)) continue;
+    for (absl::string_view name : absl::StrSplit(value, ',')) {
+      if (!IsQualifiedCdiName(name)) {
+        return Invalid(absl::StrCat("annotations[", Quote(key), "]: ", Quote(name),
+                                    " is not a fully qualified CDI device name (vendor/class=device)"));
+      }
+      add(std::string(name));
+    }
+  }
+  return names;
+}
+
+absl::Status AddDevices(const ContainerConfig& config, const EngineFeatures& features, nlohmann::json& host) {
   nlohmann::json devices = nlohmann::json::array();
   for (int i = 0; i < config.devices_size(); ++i) {
     const runtime::v1::Device& d = config.devices(i);
@@ -216,21 +292,19 @@ absl::Status AddDevices(const ContainerConfig& config, nlohmann::json& host) {
   }
   if (!devices.empty()) host["Devices"] = std::move(devices);
 
-  // Docker resolves CDI names itself where its CDI support is on (Docker 25+);
-  // elsewhere the start fails with Docker's "could not select device driver".
-  nlohmann::json requests = nlohmann::json::array();
-  for (int i = 0; i < config.cdi_devices_size(); ++i) {
-    const std::string& name = config.cdi_devices(i).name();
-    const std::size_t slash = name.find('/');
-    const std::size_t eq = name.find('=');
-    if (slash == 0 || slash == std::string::npos || eq == std::string::npos || eq < slash + 2 ||
-        eq + 1 == name.size()) {
-      return Invalid(absl::StrCat("CDI_devices[", i, "].name: ", Quote(name),
-                                  " is not a fully qualified CDI device name (vendor/class=device)"));
-    }
-    requests.push_back({{"Driver", "cdi"}, {"DeviceIDs", nlohmann::json::array({name})}});
+  // Docker resolves CDI names itself where its CDI support is on; elsewhere the start
+  // would fail with Docker's "could not select device driver".
+  ASSIGN_OR_RETURN(std::vector<std::string> cdi, CdiDevices(config));
+  if (cdi.empty()) return absl::OkStatus();
+  if (!features.cdi) {
+    return absl::FailedPreconditionError(absl::StrCat(
+        "CDI devices (", absl::StrJoin(cdi, ", "), "): ", EngineName(features),
+        " has no CDI enabled; CDI needs Docker 25 or later (API 1.44), on by default from Docker 28.2 and "
+        "before that enabled with \"features\": {\"cdi\": true} in daemon.json (Docker 25 also wants \"experimental\": "
+        "true)"));
   }
-  if (!requests.empty()) host["DeviceRequests"] = std::move(requests);
+  // One request for all names, as the docker CLI sends --device vendor/class=name.
+  host["DeviceRequests"] = nlohmann::json::array({{{"Driver", "cdi"}, {"DeviceIDs", cdi}}});
   return absl::OkStatus();
 }
 
@@ -465,8 +539,8 @@ absl::StatusOr<nlohmann::json> MakeContainerCreateBody(const ContainerConfig& co
 
   RETURN_IF_ERROR(AddNamespaces(config, sandbox_config, params, host));
   const LinuxContainerSecurityContext& sc = config.linux().security_context();
-  RETURN_IF_ERROR(AddMounts(config, HasSELinuxOptions(sc.selinux_options()), host));
-  RETURN_IF_ERROR(AddDevices(config, host));
+  RETURN_IF_ERROR(AddMounts(config, HasSELinuxOptions(sc.selinux_options()), params.features, host));
+  RETURN_IF_ERROR(AddDevices(config, params.features, host));
   RETURN_IF_ERROR(AddResources(config.linux().resources(), params.oom_score_adj_floor, host));
   RETURN_IF_ERROR(AddSecurity(sc, params, body, host));
 

@@ -10,6 +10,7 @@
 #include "absl/status/statusor.h"
 #include "api/cri.h"
 #include "shim/capabilities.h"
+#include "shim/engine_features.h"
 
 namespace shim {
 
@@ -22,6 +23,7 @@ struct ContainerCreateParams {
   int oom_score_adj_floor = -1000;   // lowest oom_score_adj the host permits
   std::string seccomp_profile_root;  // base for Localhost profile refs that are not absolute (may be empty)
   std::optional<std::string> pid_target_container_id;  // Docker ID of the pid namespace's TARGET container
+  EngineFeatures features;            // what the engine can do (recursive read-only mounts, CDI)
   // Set on a host whose bounding set lacks capabilities that the engine would still ask
   // runc for (capabilities.h): add_capabilities are limited to what the host grants,
   // and privileged is spelled out (AddPrivilegedWithoutTheFlag) with `host_devices`.
@@ -33,8 +35,10 @@ struct ContainerCreateParams {
 // holds the requested value raised to params.oom_score_adj_floor: a caller that
 // wants to log the clamp compares it with linux.resources.oom_score_adj.
 // INVALID_ARGUMENT naming the CRI field for input Docker cannot honour as asked
-// (missing metadata or image, relative paths, image or ID-mapped mounts, bad
-// capability names, TARGET pid mode without a target, Strict supplemental groups...).
+// (missing metadata or image, relative paths, image or ID-mapped mounts, recursive
+// read-only mounts the engine cannot make, bad capability or CDI device names, TARGET
+// pid mode without a target, Strict supplemental groups...); FAILED_PRECONDITION for
+// CDI devices on an engine without CDI.
 absl::StatusOr<nlohmann::json> MakeContainerCreateBody(const runtime::v1::ContainerConfig& config,
                                                        const runtime::v1::PodSandboxConfig& sandbox_config,
                                                        const ContainerCreateParams& params);

@@ -79,6 +79,7 @@ absl::StatusOr<v1::CreateContainerResponse> CriService::CreateContainer(const co
   ASSIGN_OR_RETURN(params.log_path, CriLogPath(sandbox_config.log_directory(), config.log_path()));
   params.oom_score_adj_floor = oom_.lowest_permitted();
   params.seccomp_profile_root = options_.seccomp_profile_root;
+  ASSIGN_OR_RETURN(params.features, Features(ctx));
   const auto& ns = config.linux().security_context().namespace_options();
   if (ns.pid() == v1::TARGET) {
     if (ns.target_id().empty()) {

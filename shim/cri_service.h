@@ -21,6 +21,7 @@
 #include "api/cri.h"
 #include "shim/capabilities.h"
 #include "shim/checkpoint_store.h"
+#include "shim/engine_features.h"
 #include "shim/network/network_plugin.h"
 #include "shim/oom_score.h"
 #include "streaming/runtime.h"
@@ -84,6 +85,10 @@ class CriService {
   absl::Status Init();
 
   const Options& options() const { return options_; }
+
+  // What the engine can express (engine_features.h), from the negotiated API version and
+  // /info; recomputed when the cached /info is refreshed (runtime_info.cc).
+  absl::StatusOr<EngineFeatures> Features(const common::Context& ctx);
 
   // runtime_info.cc
   absl::StatusOr<v1::VersionResponse> Version(const common::Context& ctx, const v1::VersionRequest& req);
@@ -227,6 +232,8 @@ class CriService {
   mutable std::mutex mu_;
   std::shared_ptr<const dockerclient::SystemInfo> info_;  // guarded by mu_
   absl::Time info_time_;
+  std::optional<EngineFeatures> features_;                         // guarded by mu_
+  std::shared_ptr<const dockerclient::SystemInfo> features_info_;  // the /info features_ came from
   struct FsUsage {
     absl::Time measured_at = absl::InfinitePast();
     std::string mountpoint;

@@ -1,5 +1,7 @@
 // Version, Status, RuntimeConfig, UpdateRuntimeConfig.
 #include <nlohmann/json.hpp>
+#include <string>
+#include <vector>
 
 #include "common/log.h"
 #include "common/status.h"
@@ -25,6 +27,20 @@ absl::StatusOr<std::shared_ptr<const dockerclient::SystemInfo>> CriService::Cach
   info_ = info;
   info_time_ = absl::Now();
   return info;
+}
+
+absl::StatusOr<EngineFeatures> CriService::Features(const common::Context& ctx) {
+  ASSIGN_OR_RETURN(std::shared_ptr<const dockerclient::SystemInfo> info, CachedInfo(ctx));
+  {
+    std::lock_guard lock(mu_);
+    if (features_ && features_info_ == info) return *features_;
+  }
+  ASSIGN_OR_RETURN(std::string api_version, docker_.Ping(ctx));
+  EngineFeatures features = FeaturesFor(api_version, *info);
+  std::lock_guard lock(mu_);
+  features_ = features;
+  features_info_ = std::move(info);
+  return features;
 }
 
 absl::StatusOr<v1::VersionResponse> CriService::Version(const common::Context& ctx, const v1::VersionRequest&) {
@@ -57,11 +73,23 @@ absl::StatusOr<v1::StatusResponse> CriService::Status(const common::Context& ctx
     network_cond->set_message(std::string(net.message()));
   }
 
-  // Runtime handlers: the default ("") and every runtime Docker knows.
+  // Runtime handlers: the default ("") and every runtime Docker knows, with rro where
+  // the engine and that runtime make it (the kubelet refuses rro mounts elsewhere).
+  // Docker has no per-pod user namespaces. StatusResponse.features stays unset: Docker
+  // cannot do Strict supplemental groups, nor user namespaces with the host network.
   if (api.ok()) {
-    if (auto info = CachedInfo(ctx); info.ok()) {
-      resp.add_runtime_handlers()->set_name("");
-      for (const auto& name : (*info)->runtimes) resp.add_runtime_handlers()->set_name(name);
+    auto info = CachedInfo(ctx);
+    auto features = Features(ctx);
+    if (info.ok() && features.ok()) {
+      std::vector<std::string> names = {""};
+      names.insert(names.end(), (*info)->runtimes.begin(), (*info)->runtimes.end());
+      for (const auto& name : names) {
+        v1::RuntimeHandler* handler = resp.add_runtime_handlers();
+        handler->set_name(name);
+        handler->mutable_features()->set_recursive_read_only_mounts(features->recursive_read_only &&
+                                                                    RuntimeSupportsRro(**info, name));
+        handler->mutable_features()->set_user_namespaces(false);
+      }
     }
   }
 

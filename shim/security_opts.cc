@@ -222,12 +222,12 @@ absl::Status CheckUserNamespace(const runtime::v1::NamespaceOption& ns) {
   if (!ns.has_userns_options()) return absl::OkStatus();
   const auto& u = ns.userns_options();
   if (u.mode() == runtime::v1::NODE) return absl::OkStatus();  // hostUsers: true
-  if (u.mode() == runtime::v1::POD && (u.uids_size() > 0 || u.gids_size() > 0)) {
+  // Kubelets send NODE for hostUsers true or unset (or no userns_options at all).
+  if (u.mode() == runtime::v1::POD) {
     return Invalid(
-        "linux.security_context.namespace_options.userns_options: pod user namespaces (hostUsers: false) "
-        "are not supported on Docker Engine");
+        "linux.security_context.namespace_options.userns_options.mode: POD (hostUsers: false) is not supported: "
+        "Docker Engine has no per-pod user namespaces, only the daemon-wide userns-remap");
   }
-  if (u.mode() == runtime::v1::POD) return absl::OkStatus();  // no mappings: older kubelets' "unset"
   const std::string name = runtime::v1::NamespaceMode_Name(u.mode());
   return Invalid(absl::StrCat("linux.security_context.namespace_options.userns_options.mode: mode ",
                               name.empty() ? absl::StrCat(static_cast<int>(u.mode())) : name,

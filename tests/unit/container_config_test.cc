@@ -3,6 +3,7 @@
 #include <gmock/gmock.h>
 #include <gtest/gtest.h>
 
+#include <map>
 #include <optional>
 #include <string>
 #include <vector>
@@ -51,6 +52,16 @@ ContainerCreateParams Params() {
   p.sandbox_id = kSandboxId;
   p.image = kImageId;
   p.cgroup_driver = "cgroupfs";
+  return p;
+}
+
+// Params for an engine of `api_version`, with CDI enabled or not.
+ContainerCreateParams ParamsFor(const std::string& api_version, bool cdi = false) {
+  ContainerCreateParams p = Params();
+  p.features.api_version = api_version;
+  p.features.engine_version = api_version == "1.41" ? "20.10.24" : "28.5.2";
+  p.features.recursive_read_only = api_version != "1.41";
+  p.features.cdi = cdi;
   return p;
 }
 
@@ -375,6 +386,8 @@ TEST(ContainerConfigNamespaces, UserNamespaces) {
   userns->set_mode(NODE);
   EXPECT_TRUE(BodyStatus(c).ok());
   userns->set_mode(POD);
+  ExpectInvalid(BodyStatus(c), "userns_options.mode: POD (hostUsers: false) is not supported: Docker Engine has no "
+                               "per-pod user namespaces, only the daemon-wide userns-remap");
   auto* m = userns->add_uids();
   m->set_host_id(65536);
   m->set_length(65536);
@@ -500,10 +513,92 @@ TEST(ContainerConfigMounts, UnsupportedKinds) {
   m->add_gidmappings()->set_length(1);
   ExpectInvalid(BodyStatus(c), "ID-mapped mounts");
   m->clear_gidmappings();
+}
 
+// recursive_read_only: CRI's rules on every engine, then what the engine can do.
+struct RroCase {
+  std::string name;
+  std::string api_version;
+  bool readonly = true;
+  int propagation = runtime::v1::PROPAGATION_PRIVATE;
+  bool relabel = false;  // selinux_relabel, with SELinux options on the container
+  json want_mount;       // expected HostConfig.Mounts[0]
+  std::string error;     // INVALID_ARGUMENT fragment; empty: OK
+};
+
+class ContainerConfigRecursiveReadOnly : public ::testing::TestWithParam<RroCase> {};
+
+TEST_P(ContainerConfigRecursiveReadOnly, Translates) {
+  const RroCase& tc = GetParam();
+  ContainerConfig c = MinimalConfig();
+  auto* m = c.add_mounts();
+  m->set_host_path("/mnt/data");
+  m->set_container_path("/data");
+  m->set_readonly(tc.readonly);
+  m->set_recursive_read_only(true);
+  m->set_propagation(static_cast<runtime::v1::MountPropagation>(tc.propagation));
+  if (tc.relabel) {
+    m->set_selinux_relabel(true);
+    Sc(c)->mutable_selinux_options()->set_level("s0:c1,c2");
+  }
+  absl::StatusOr<json> b = MakeContainerCreateBody(c, Sandbox(), ParamsFor(tc.api_version));
+  if (!tc.error.empty()) {
+    ExpectInvalid(b.status(), tc.error);
+    return;
+  }
+  ASSERT_TRUE(b.ok()) << b.status();
+  EXPECT_EQ((*b)["HostConfig"]["Mounts"], json::array({tc.want_mount}));
+  ExpectField((*b)["HostConfig"], "Binds", json());
+}
+
+INSTANTIATE_TEST_SUITE_P(
+    ContainerConfig, ContainerConfigRecursiveReadOnly,
+    ::testing::Values(
+        RroCase{"forced_on_api_1_44", "1.44", true, kPrivate, false,
+                BindMount("/mnt/data", "/data", {{"ReadOnlyForceRecursive", true}}, true), ""},
+        RroCase{"forced_on_api_1_51", "1.51", true, kPrivate, false,
+                BindMount("/mnt/data", "/data", {{"ReadOnlyForceRecursive", true}}, true), ""},
+        RroCase{"old_engine", "1.41", true, kPrivate, false, json(),
+                "mounts[0].recursive_read_only: Docker Engine 20.10.24 (API 1.41) cannot make recursive read-only "
+                "mounts; they need API 1.44 (Docker 25) or later"},
+        RroCase{"not_readonly", "1.51", false, kPrivate, false, json(),
+                "mounts[0].recursive_read_only: needs readonly"},
+        RroCase{"not_readonly_old_engine", "1.41", false, kPrivate, false, json(),
+                "mounts[0].recursive_read_only: needs readonly"},
+        RroCase{"host_to_container", "1.51", true, kHostToContainer, false, json(),
+                "mounts[0].recursive_read_only: needs propagation PROPAGATION_PRIVATE, not "
+                "PROPAGATION_HOST_TO_CONTAINER"},
+        RroCase{"bidirectional_old_engine", "1.41", true, kBidirectional, false, json(),
+                "needs propagation PROPAGATION_PRIVATE, not PROPAGATION_BIDIRECTIONAL"},
+        // Binds, the only way to relabel, have no mode that forces rro.
+        RroCase{"relabelled", "1.51", true, kPrivate, true, json(),
+                "mounts[0].recursive_read_only: Docker Engine cannot make a mount it relabels for SELinux "
+                "(selinux_relabel) recursively read-only"}),
+    [](const auto& info) { return info.param.name; });
+
+TEST(ContainerConfigRecursiveReadOnly, RelabelIgnoredWithoutSELinuxOptionsKeepsRro) {
+  ContainerConfig c = MinimalConfig();
+  auto* m = c.add_mounts();
+  m->set_host_path("/mnt/data");
+  m->set_container_path("/data");
   m->set_readonly(true);
   m->set_recursive_read_only(true);
-  ExpectInvalid(BodyStatus(c), "mounts[0].recursive_read_only");
+  m->set_selinux_relabel(true);  // not done: the container has no SELinux options
+  EXPECT_EQ(MustHost(c, ParamsFor("1.51"))["Mounts"],
+            json::array({BindMount("/mnt/data", "/data", {{"ReadOnlyForceRecursive", true}}, true)}));
+}
+
+TEST(ContainerConfigRecursiveReadOnly, PlainReadOnlyStaysNonRecursiveOnEveryEngine) {
+  ContainerConfig c = MinimalConfig();
+  auto* m = c.add_mounts();
+  m->set_host_path("/mnt/data");
+  m->set_container_path("/data");
+  m->set_readonly(true);
+  for (const char* api : {"1.41", "1.51"}) {
+    EXPECT_EQ(MustHost(c, ParamsFor(api))["Mounts"],
+              json::array({BindMount("/mnt/data", "/data", {{"ReadOnlyNonRecursive", true}}, true)}))
+        << api;
+  }
 }
 
 TEST(ContainerConfigMounts, ManyKeepOrderAndIndexErrors) {
@@ -534,16 +629,75 @@ TEST(ContainerConfigDevices, Translates) {
   d = c.add_devices();
   d->set_host_path("/dev/nvidia0");
   d->set_container_path("/dev/gpu0");
-  c.add_cdi_devices()->set_name("nvidia.com/gpu=0");
-  c.add_cdi_devices()->set_name("vendor.example/class=all");
   json h = MustHost(c);
   EXPECT_EQ(h["Devices"], json::parse(R"([
       {"PathOnHost":"/dev/fuse","PathInContainer":"/dev/fuse","CgroupPermissions":"rw"},
       {"PathOnHost":"/dev/nvidia0","PathInContainer":"/dev/gpu0","CgroupPermissions":"rwm"}])"));
-  EXPECT_EQ(h["DeviceRequests"], json::parse(R"([
-      {"Driver":"cdi","DeviceIDs":["nvidia.com/gpu=0"]},
-      {"Driver":"cdi","DeviceIDs":["vendor.example/class=all"]}])"));
+  ExpectField(h, "DeviceRequests", json());
 }
+
+// CDI devices, from CDI_devices and from older device plugins' cdi.k8s.io/ annotations.
+struct CdiCase {
+  std::string name;
+  std::vector<std::string> devices;                 // CDI_devices
+  std::map<std::string, std::string> annotations;  // container annotations
+  bool engine_cdi = true;
+  json want_ids;       // DeviceIDs of the one cdi request; null: no DeviceRequests
+  std::string error;   // fragment; empty: OK
+  absl::StatusCode code = absl::StatusCode::kInvalidArgument;
+};
+
+class ContainerConfigCdi : public ::testing::TestWithParam<CdiCase> {};
+
+TEST_P(ContainerConfigCdi, Translates) {
+  const CdiCase& tc = GetParam();
+  ContainerConfig c = MinimalConfig();
+  for (const std::string& name : tc.devices) c.add_cdi_devices()->set_name(name);
+  for (const auto& [k, v] : tc.annotations) (*c.mutable_annotations())[k] = v;
+  absl::StatusOr<json> b = MakeContainerCreateBody(c, Sandbox(), ParamsFor("1.51", tc.engine_cdi));
+  if (!tc.error.empty()) {
+    ASSERT_FALSE(b.ok());
+    EXPECT_EQ(b.status().code(), tc.code) << b.status();
+    EXPECT_THAT(std::string(b.status().message()), HasSubstr(tc.error));
+    return;
+  }
+  ASSERT_TRUE(b.ok()) << b.status();
+  ExpectField((*b)["HostConfig"], "DeviceRequests",
+              tc.want_ids.is_null() ? json() : json::array({{{"Driver", "cdi"}, {"DeviceIDs", tc.want_ids}}}));
+}
+
+INSTANTIATE_TEST_SUITE_P(
+    ContainerConfig, ContainerConfigCdi,
+    ::testing::Values(
+        CdiCase{"none", {}, {}, true, json(), ""},
+        CdiCase{"one_request_for_all", {"nvidia.com/gpu=0", "vendor.example/class=all"}, {}, true,
+                json::array({"nvidia.com/gpu=0", "vendor.example/class=all"}), ""},
+        CdiCase{"name_characters", {"Vendor-1.example_x/my_class-2=dev.0:part_1-a", "v.io/c=0"}, {}, true,
+                json::array({"Vendor-1.example_x/my_class-2=dev.0:part_1-a", "v.io/c=0"}), ""},
+        CdiCase{"annotations_after_field_each_once",
+                {"nvidia.com/gpu=0"},
+                {{"cdi.k8s.io/nvidia-device-plugin_abc", "nvidia.com/gpu=1,nvidia.com/gpu=0"},
+                 {"cdi.k8s.io/another", "vendor.example/class=x"},
+                 {"example.com/unrelated", "not a device"}},
+                true,
+                json::array({"nvidia.com/gpu=0", "vendor.example/class=x", "nvidia.com/gpu=1"}),
+                ""},
+        CdiCase{"bad_annotation",
+                {},
+                {{"cdi.k8s.io/plugin", "nvidia.com/gpu=0,gpu1"}},
+                true,
+                json(),
+                "annotations[\"cdi.k8s.io/plugin\"]: \"gpu1\" is not a fully qualified CDI device name"},
+        CdiCase{"engine_without_cdi", {"nvidia.com/gpu=0"}, {}, false, json(),
+                "CDI devices (nvidia.com/gpu=0): Docker Engine 28.5.2 (API 1.51) has no CDI enabled; CDI needs "
+                "Docker 25 or later (API 1.44), on by default from Docker 28.2",
+                absl::StatusCode::kFailedPrecondition},
+        CdiCase{"annotation_on_engine_without_cdi", {}, {{"cdi.k8s.io/p", "nvidia.com/gpu=0"}}, false, json(),
+                "\"features\": {\"cdi\": true} in daemon.json", absl::StatusCode::kFailedPrecondition},
+        // A bad name is the caller's mistake whatever the engine.
+        CdiCase{"bad_name_on_engine_without_cdi", {"gpu0"}, {}, false, json(),
+                "CDI_devices[0].name: \"gpu0\" is not a fully qualified CDI device name"}),
+    [](const auto& info) { return info.param.name; });
 
 struct DeviceCase {
   std::string name;
@@ -579,13 +733,18 @@ TEST_P(ContainerConfigBadCdi, Rejected) {
   ContainerConfig c = MinimalConfig();
   c.add_cdi_devices()->set_name("nvidia.com/gpu=0");
   c.add_cdi_devices()->set_name(GetParam());
-  ExpectInvalid(BodyStatus(c),
+  ExpectInvalid(BodyStatus(c, ParamsFor("1.51", /*cdi=*/true)),
                 "CDI_devices[1].name: \"" + GetParam() + "\" is not a fully qualified CDI device name");
 }
 
+// By the CDI parser's rules: vendor and class start with a letter, the class has no
+// '.', the device may start with a digit; each ends with a letter or digit.
 INSTANTIATE_TEST_SUITE_P(ContainerConfig, ContainerConfigBadCdi,
                          ::testing::Values("", "gpu0", "nvidia.com/gpu", "gpu=0", "/gpu=0", "nvidia.com/=0",
-                                           "nvidia.com/gpu=", "a=b/c"));
+                                           "nvidia.com/gpu=", "a=b/c", "1vendor.com/gpu=0", "nvidia.com-/gpu=0",
+                                           "nvidia.com/g.pu=0", "nvidia.com/2gpu=0", "nvidia.com/gpu=-0",
+                                           "nvidia.com/gpu=0:", "nvidia.com/gpu=a b", "nvidia.com/gpu/x=0",
+                                           "nvidia.com/gpu=0=1"));
 
 // ---------------------------------------------------------------------------
 // Resources

@@ -208,6 +208,37 @@ TEST_F(ContainerServiceTest, CreateMakesAMissingHostPathADirectory) {
   EXPECT_TRUE(fs::is_directory(root_ + "/volumes/data"));
 }
 
+v1::ContainerConfig WithRecursiveReadOnlyMount(v1::ContainerConfig config, const std::string& host_path) {
+  auto* mount = config.add_mounts();
+  mount->set_host_path(host_path);
+  mount->set_container_path("/data");
+  mount->set_readonly(true);
+  mount->set_recursive_read_only(true);
+  return config;
+}
+
+TEST_F(ContainerServiceTest, CreateRefusesWhatAnOldEngineCannotDoAndCreatesNothing) {
+  // The fake is Docker 20.10 (API 1.41) without CDI.
+  const absl::Status rro = Create(WithRecursiveReadOnlyMount(Config(), root_ + "/volumes/data")).status();
+  EXPECT_EQ(rro.code(), absl::StatusCode::kInvalidArgument);
+  EXPECT_THAT(rro.message(), HasSubstr("mounts[0].recursive_read_only: Docker Engine 20.10.24 (API 1.41) cannot"));
+  v1::ContainerConfig cdi = Config();
+  cdi.add_cdi_devices()->set_name("nvidia.com/gpu=0");
+  EXPECT_EQ(Create(cdi).status().code(), absl::StatusCode::kFailedPrecondition);
+  EXPECT_EQ(AppContainerCount(), 0u);
+  EXPECT_FALSE(fs::exists(root_ + "/volumes/data"));
+}
+
+TEST_F(ContainerServiceTest, CreateForcesRecursiveReadOnlyOnANewerEngine) {
+  docker_.version.api_version = "1.51";
+  auto id = Create(WithRecursiveReadOnlyMount(Config(), root_ + "/volumes/data"));
+  ASSERT_TRUE(id.ok()) << id.status();
+  const nlohmann::json mount = docker_.Containers().at(*id).create_body["HostConfig"]["Mounts"][0];
+  EXPECT_EQ(mount["ReadOnly"], true);
+  EXPECT_EQ(mount["BindOptions"]["ReadOnlyForceRecursive"], true);
+  EXPECT_FALSE(mount["BindOptions"].contains("ReadOnlyNonRecursive"));
+}
+
 TEST_F(ContainerServiceTest, CreateTwiceWithTheSameNameIsAlreadyExists) {
   ASSERT_TRUE(Create(Config()).ok());
   const absl::Status again = Create(Config()).status();

@@ -60,6 +60,7 @@ std::string FakeId(int n) { return absl::StrFormat("sha256:%064x", n); }
 FakeDockerClient::FakeDockerClient() {
   version.version = "20.10.24";
   version.api_version = "1.41";
+  info.server_version = "20.10.24";
   info.docker_root_dir = "/var/lib/docker";
   info.driver = "overlay2";
   info.cgroup_driver = "cgroupfs";

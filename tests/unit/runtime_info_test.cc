@@ -1,5 +1,7 @@
 #include <gtest/gtest.h>
 
+#include <utility>
+
 #include "shim/cri_service.h"
 #include "tests/unit/fake_docker_client.h"
 #include "tests/unit/fake_network.h"
@@ -65,6 +67,56 @@ TEST_F(RuntimeInfoTest, StatusListsRuntimeHandlers) {
   ASSERT_EQ(s->runtime_handlers_size(), 3);
   EXPECT_EQ(s->runtime_handlers(0).name(), "");
   EXPECT_EQ(s->runtime_handlers(2).name(), "runsc");
+}
+
+// Every handler, the default included, gets rro where the engine (API 1.44+) and its
+// runtime (OCI features with "rro", as runc reports them) make it; Docker has no
+// per-pod user namespaces on any engine.
+TEST_F(RuntimeInfoTest, StatusAdvertisesHandlerFeaturesOfTheEngine) {
+  const nlohmann::json runc = {
+      {"path", "runc"},
+      {"status", {{"org.opencontainers.runtime-spec.features", R"({"mountOptions":["ro","rro","rbind"]})"}}}};
+  for (const auto& [api, rro] : {std::pair{"1.41", false}, std::pair{"1.43", false}, std::pair{"1.44", true},
+                                 std::pair{"1.51", true}}) {
+    testing_fakes::FakeDockerClient docker;
+    docker.version.api_version = api;
+    docker.info.runtimes = {"runc", "runsc"};
+    docker.info.raw["Runtimes"] = {{"runc", runc}, {"runsc", {{"path", "/usr/bin/runsc"}}}};
+    CriService service(Options(), docker, network_);
+    auto s = service.Status(ctx_, v1::StatusRequest());
+    ASSERT_TRUE(s.ok()) << s.status();
+    ASSERT_EQ(s->runtime_handlers_size(), 3) << api;
+    for (const v1::RuntimeHandler& handler : s->runtime_handlers()) {
+      ASSERT_TRUE(handler.has_features()) << api << " " << handler.name();
+      EXPECT_EQ(handler.features().recursive_read_only_mounts(), rro && handler.name() != "runsc")
+          << api << " " << handler.name();
+      EXPECT_FALSE(handler.features().user_namespaces()) << api << " " << handler.name();
+    }
+    EXPECT_FALSE(s->has_features()) << "nothing runtime-wide (Strict groups, userns with host network) is true";
+  }
+}
+
+TEST_F(RuntimeInfoTest, FeaturesFollowTheNegotiatedVersionAndInfo) {
+  docker_.version.api_version = "1.51";
+  docker_.info.server_version = "28.5.2";
+  docker_.info.raw["CDISpecDirs"] = nlohmann::json::array({"/etc/cdi", "/var/run/cdi"});
+  auto f = service_.Features(ctx_);
+  ASSERT_TRUE(f.ok()) << f.status();
+  EXPECT_EQ(f->api_version, "1.51");
+  EXPECT_EQ(f->engine_version, "28.5.2");
+  EXPECT_TRUE(f->recursive_read_only);
+  EXPECT_TRUE(f->image_mounts);
+  EXPECT_TRUE(f->cdi);
+  // Cached with /info: a second call asks Docker nothing.
+  const int pings = docker_.CallCount("Ping"), infos = docker_.CallCount("Info");
+  ASSERT_TRUE(service_.Features(ctx_).ok());
+  EXPECT_EQ(docker_.CallCount("Ping"), pings);
+  EXPECT_EQ(docker_.CallCount("Info"), infos);
+}
+
+TEST_F(RuntimeInfoTest, FeaturesFailWhenDockerIsDown) {
+  docker_.FailOperation("Info", absl::UnavailableError("cannot connect to the Docker daemon"));
+  EXPECT_EQ(service_.Features(ctx_).status().code(), absl::StatusCode::kUnavailable);
 }
 
 TEST_F(RuntimeInfoTest, RuntimeConfigCgroupDriver) {

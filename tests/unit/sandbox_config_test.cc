@@ -204,11 +204,14 @@ TEST(SandboxConfigNamespaces, UserNamespaces) {
   auto* userns = Sc(c)->mutable_namespace_options()->mutable_userns_options();
   userns->set_mode(runtime::v1::NODE);  // hostUsers: true, what kubelets send today
   EXPECT_TRUE(MakeSandboxCreateBody(c, Params()).ok());
-  userns->set_mode(runtime::v1::POD);
+  userns->set_mode(runtime::v1::POD);  // hostUsers: false, with or without mappings
+  ExpectInvalid(MakeSandboxCreateBody(c, Params()).status(),
+                "linux.security_context.namespace_options.userns_options.mode: POD (hostUsers: false) is not "
+                "supported: Docker Engine has no per-pod user namespaces, only the daemon-wide userns-remap");
   auto* m = userns->add_uids();
   m->set_host_id(65536);
   m->set_length(65536);
-  ExpectInvalid(MakeSandboxCreateBody(c, Params()).status(), "userns_options");
+  ExpectInvalid(MakeSandboxCreateBody(c, Params()).status(), "userns_options.mode: POD");
 }
 
 // ---------------------------------------------------------------------------

@@ -429,6 +429,30 @@ TEST_F(SandboxServiceTest, NetworkNotReadyFailsBeforeAnythingIsCreated) {
   ExpectNothingLeft();
 }
 
+TEST_F(SandboxServiceTest, PodUserNamespaceIsRefusedBeforeAnythingIsCreated) {
+  v1::PodSandboxConfig config = PodConfig();
+  auto* userns = config.mutable_linux()->mutable_security_context()->mutable_namespace_options()
+                     ->mutable_userns_options();
+  userns->set_mode(v1::POD);
+  auto* uids = userns->add_uids();
+  uids->set_host_id(65536);
+  uids->set_length(65536);
+  *userns->add_gids() = *uids;
+  auto id = Run(config);
+  ASSERT_FALSE(id.ok());
+  EXPECT_EQ(id.status().code(), absl::StatusCode::kInvalidArgument);
+  EXPECT_THAT(std::string(id.status().message()),
+              HasSubstr("Docker Engine has no per-pod user namespaces, only the daemon-wide userns-remap"));
+  EXPECT_EQ(docker_.CallCount("CreateContainer"), 0);
+  EXPECT_THAT(network_.calls, IsEmpty());
+  ExpectNothingLeft();
+
+  userns->set_mode(v1::NODE);  // hostUsers: true
+  userns->clear_uids();
+  userns->clear_gids();
+  EXPECT_TRUE(Run(config).ok());
+}
+
 TEST_F(SandboxServiceTest, HostNetworkPodSkipsThePlugin) {
   network_.ready = absl::UnavailableError("no CNI configuration");  // irrelevant to host-network pods
   v1::PodSandboxConfig config = PodConfig();

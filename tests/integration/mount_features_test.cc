@@ -1,0 +1,140 @@
+// Mounts whose translation depends on the Docker Engine's API version, through
+// CriService on a real dockerd (DOCKERSHIM_TEST_DOCKER picks the engine): recursive
+// read-only mounts on API 1.44+ engines, and their refusal below.
+#include <gmock/gmock.h>
+#include <gtest/gtest.h>
+
+#include "tests/integration/pod_fixture.h"
+
+namespace shim {
+namespace {
+
+using namespace testpods;  // NOLINT: the fixture's helpers and matchers
+
+class MountFeaturesIntegration : public PodIntegration {
+ protected:
+  MountFeaturesIntegration()
+      : PodIntegration({"dstest-mnt-", "dstest-mntnet-", 170, 179, "mount_features_test."}) {}
+
+  void SetUp() override {
+    ASSERT_NO_FATAL_FAILURE(PodIntegration::SetUp());
+    ASSERT_NO_FATAL_FAILURE(BuildService(Plugin::kCni, testenv::PauseImage()));
+  }
+
+  v1::ContainerConfig Busybox(const std::string& name) {
+    v1::ContainerConfig c;
+    c.mutable_metadata()->set_name(name);
+    c.mutable_image()->set_image(testenv::BusyboxImage());
+    c.add_command("sleep");
+    c.add_command("600");
+    c.mutable_linux();
+    return c;
+  }
+  absl::StatusOr<std::string> Create(const std::string& pod_id, const v1::PodSandboxConfig& pod,
+                                     const v1::ContainerConfig& config) {
+    v1::CreateContainerRequest req;
+    req.set_pod_sandbox_id(pod_id);
+    *req.mutable_config() = config;
+    *req.mutable_sandbox_config() = pod;
+    ASSIGN_OR_RETURN(v1::CreateContainerResponse resp, service_->CreateContainer(ctx_, req));
+    return resp.container_id();
+  }
+  absl::StatusOr<std::string> CreateAndStart(const std::string& pod_id, const v1::PodSandboxConfig& pod,
+                                             const v1::ContainerConfig& config) {
+    ASSIGN_OR_RETURN(std::string id, Create(pod_id, pod, config));
+    v1::StartContainerRequest req;
+    req.set_container_id(id);
+    RETURN_IF_ERROR(service_->StartContainer(ctx_, req).status());
+    return id;
+  }
+  absl::StatusOr<v1::ExecSyncResponse> Exec(const std::string& id, const std::string& script) {
+    v1::ExecSyncRequest req;
+    req.set_container_id(id);
+    for (const char* part : {"sh", "-c"}) req.add_cmd(part);
+    req.add_cmd(script);
+    req.set_timeout(10);
+    return service_->ExecSync(ctx_, req);
+  }
+};
+
+// A host directory with a bind submount at sub/ (another temp dir mounted there on the
+// host), unmounted when it goes out of scope.
+class DirWithSubmount {
+ public:
+  explicit DirWithSubmount(const std::string& base) : top_(base + "/rro-top"), other_(base + "/rro-other") {
+    fs::create_directories(top_ + "/sub");
+    fs::create_directories(other_);
+    mounted_ = ShOk("mount --bind " + other_ + " " + top_ + "/sub");
+  }
+  ~DirWithSubmount() {
+    if (mounted_) Sh("umount " + top_ + "/sub");
+  }
+  bool mounted() const { return mounted_; }
+  const std::string& top() const { return top_; }
+  const std::string& other() const { return other_; }
+
+ private:
+  std::string top_, other_;
+  bool mounted_ = false;
+};
+
+v1::ContainerConfig WithReadOnlyMount(v1::ContainerConfig config, const std::string& host_path, bool recursive) {
+  auto* mount = config.add_mounts();
+  mount->set_host_path(host_path);
+  mount->set_container_path("/data");
+  mount->set_readonly(true);
+  mount->set_recursive_read_only(recursive);
+  return config;
+}
+
+TEST_F(MountFeaturesIntegration, RecursiveReadOnlyMountMakesSubmountsReadOnly) {
+  auto features = service_->Features(ctx_);
+  ASSERT_TRUE(features.ok()) << features.status();
+  if (!features->recursive_read_only) GTEST_SKIP() << "API " << features->api_version << " has no rro (1.44+)";
+  DirWithSubmount dir(dir_);
+  ASSERT_TRUE(dir.mounted());
+  const v1::PodSandboxConfig pod = BaseConfig("rro-sub");
+  auto pod_id = Run(pod);
+  ASSERT_TRUE(pod_id.ok()) << pod_id.status();
+
+  auto rro = CreateAndStart(*pod_id, pod, WithReadOnlyMount(Busybox("rro"), dir.top(), true));
+  ASSERT_TRUE(rro.ok()) << rro.status();
+  auto written = Exec(*rro, "touch /data/sub/by-rro; touch /data/top-by-rro");
+  ASSERT_TRUE(written.ok()) << written.status();
+  EXPECT_NE(written->exit_code(), 0);
+  EXPECT_THAT(written->stderr(), AllOf(HasSubstr("/data/sub/by-rro: Read-only file system"),
+                                       HasSubstr("/data/top-by-rro: Read-only file system")));
+  EXPECT_FALSE(fs::exists(dir.other() + "/by-rro"));
+
+  // Plain readonly, as Kubernetes means it: only the mount itself.
+  auto plain = CreateAndStart(*pod_id, pod, WithReadOnlyMount(Busybox("plainro"), dir.top(), false));
+  ASSERT_TRUE(plain.ok()) << plain.status();
+  written = Exec(*plain, "touch /data/sub/by-plain && ! touch /data/top-by-plain");
+  ASSERT_TRUE(written.ok()) << written.status();
+  EXPECT_EQ(written->exit_code(), 0) << written->stderr();
+  EXPECT_TRUE(fs::exists(dir.other() + "/by-plain"));
+}
+
+TEST_F(MountFeaturesIntegration, RecursiveReadOnlyMountOnAnOldEngineIsInvalidAndLeavesNothing) {
+  auto features = service_->Features(ctx_);
+  ASSERT_TRUE(features.ok()) << features.status();
+  if (features->recursive_read_only) GTEST_SKIP() << "API " << features->api_version << " has rro";
+  DirWithSubmount dir(dir_);
+  const v1::PodSandboxConfig pod = BaseConfig("rro-old");
+  auto pod_id = Run(pod);
+  ASSERT_TRUE(pod_id.ok()) << pod_id.status();
+  auto created = Create(*pod_id, pod, WithReadOnlyMount(Busybox("rro"), dir.top(), true));
+  ASSERT_FALSE(created.ok());
+  EXPECT_EQ(created.status().code(), absl::StatusCode::kInvalidArgument);
+  EXPECT_THAT(created.status().message(),
+              AllOf(HasSubstr("mounts[0].recursive_read_only"), HasSubstr("(API " + features->api_version + ")"),
+                    HasSubstr("API 1.44 (Docker 25) or later")));
+  dockerclient::ListContainersOptions containers_of_the_pod;
+  containers_of_the_pod.label_filter = {{kContainerTypeLabel, kContainerTypeContainer}, {kSandboxIdLabel, *pod_id}};
+  auto left = docker_->ListContainers(ctx_, containers_of_the_pod);
+  ASSERT_TRUE(left.ok()) << left.status();
+  EXPECT_TRUE(left->empty()) << left->size() << " containers left";
+}
+
+}  // namespace
+}  // namespace shim
