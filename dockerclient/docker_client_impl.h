@@ -13,9 +13,12 @@
 
 namespace dockerclient {
 
-// The Engine API versions this client speaks: 1.41 is Docker 20.10.
+// The Engine API versions this client speaks: 1.41 is Docker 20.10, 1.51 Docker 28.5.
+// Checked against the API changelog up to 1.51: what the client decodes (inspects,
+// lists, /info, exec, pull progress) changed only by additions and by dropping fields
+// it does not read (image Config's container-only fields in 1.50, /info's BridgeNf*).
 inline constexpr std::string_view kMinApiVersion = "1.41";
-inline constexpr std::string_view kMaxApiVersion = "1.47";
+inline constexpr std::string_view kMaxApiVersion = "1.51";
 
 // The version to use with a server that reports `server` ("1.43"): the lower of it and
 // kMaxApiVersion. FAILED_PRECONDITION when the server is older than kMinApiVersion or

@@ -29,10 +29,13 @@ TEST_P(NegotiateApiVersionTest, Chooses) {
 INSTANTIATE_TEST_SUITE_P(Table, NegotiateApiVersionTest,
                          ::testing::Values(Case{"1.41", "1.41"},  // Docker 20.10
                                            Case{"1.43", "1.43"},  // Docker 24
-                                           Case{"1.47", "1.47"},  // the newest we speak
-                                           Case{"1.48", "1.47"},  // newer servers accept older clients
-                                           Case{"1.51", "1.47"}, Case{"2.0", "1.47"},
-                                           Case{"1.100", "1.47"},  // compared as numbers, not text
+                                           Case{"1.45", "1.45"},  // Docker 26.1
+                                           Case{"1.47", "1.47"},  // Docker 27.4
+                                           Case{"1.48", "1.48"},  // Docker 28.0
+                                           Case{"1.51", "1.51"},  // Docker 28.5, the newest we speak
+                                           Case{"1.52", "1.51"},  // newer servers accept older clients
+                                           Case{"2.0", "1.51"},
+                                           Case{"1.100", "1.51"},  // compared as numbers, not text
                                            Case{"1.40", nullptr},  // Docker 19.03
                                            Case{"1.9", nullptr}, Case{"0.99", nullptr}, Case{"", nullptr},
                                            Case{"1", nullptr}, Case{"v1.41", nullptr}, Case{"1.x", nullptr},
