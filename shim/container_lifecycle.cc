@@ -5,10 +5,13 @@
 #include <filesystem>
 #include <system_error>
 
+#include "absl/cleanup/cleanup.h"
 #include "absl/strings/str_cat.h"
 #include "common/log.h"
 #include "common/status.h"
+#include "dockerclient/api_version.h"
 #include "shim/container_config.h"
+#include "shim/imagevolumes/image_volumes.h"
 #include "shim/logs/log_copier.h"
 #include "shim/cri_service.h"
 #include "shim/naming.h"
@@ -93,6 +96,37 @@ absl::StatusOr<v1::CreateContainerResponse> CriService::CreateContainer(const co
   const auto& sc = config.linux().security_context();
   params.restricted_capabilities = RestrictedCapabilities(*info, sc.privileged() || AddsMissingCapabilities(sc));
   if (sc.privileged() && params.restricted_capabilities) params.host_devices = HostDeviceNodes();
+
+  // Image volumes: Docker's own image mounts from API 1.48, elsewhere binds of unpacked
+  // trees, held until the container exists and removed again if the create fails.
+  imagevolumes::ImageVolumes::Hold image_volumes_hold;
+  std::vector<std::string> unpacked_images;
+  absl::Cleanup undo_image_volumes = [&] {
+    image_volumes_hold.Release();
+    image_volumes_->RemoveUnused(ctx, unpacked_images);
+  };
+  std::optional<bool> docker_image_mounts;
+  for (int i = 0; i < config.mounts_size(); ++i) {
+    const v1::Mount& m = config.mounts(i);
+    if (m.image().image().empty()) continue;
+    if (!docker_image_mounts) {
+      ASSIGN_OR_RETURN(const std::string api_version, docker_.Ping(ctx));
+      docker_image_mounts = dockerclient::ApiAtLeast(api_version, 1, 48);
+    }
+    absl::StatusOr<dockerclient::ImageInspect> image = docker_.InspectImage(ctx, m.image().image());
+    if (absl::IsNotFound(image.status())) {
+      return absl::NotFoundError(absl::StrCat("image \"", m.image().image(), "\" of the image volume at ",
+                                              m.container_path(), " is not present on this node; pull it first"));
+    }
+    RETURN_IF_ERROR(image.status());
+    ImageMountSource& source = params.image_mount_sources[i];
+    source.image_id = image->id;
+    if (*docker_image_mounts) continue;
+    unpacked_images.push_back(image->id);
+    absl::StatusOr<std::string> path = image_volumes_->Prepare(ctx, image->id, m.image_sub_path(), image_volumes_hold);
+    if (!path.ok()) return common::Annotate(path.status(), absl::StrCat("image volume at ", m.container_path()));
+    source.host_path = *std::move(path);
+  }
   ASSIGN_OR_RETURN(nlohmann::json body, MakeContainerCreateBody(config, sandbox_config, params));
 
   // Docker answers a create with an unknown image by pulling nothing and failing; say it plainly.
@@ -121,6 +155,7 @@ absl::StatusOr<v1::CreateContainerResponse> CriService::CreateContainer(const co
       return log;
     }
   }
+  std::move(undo_image_volumes).Cancel();
   LOG_INFO << "created container " << name << " as " << *created;
   v1::CreateContainerResponse resp;
   resp.set_container_id(*created);
@@ -184,6 +219,7 @@ absl::StatusOr<v1::RemoveContainerResponse> CriService::RemoveContainer(const co
   }
   absl::Status s = docker_.RemoveContainer(ctx, container->id, /*force=*/true);
   if (!s.ok() && !absl::IsNotFound(s)) return common::Annotate(s, "remove container");
+  RemoveUnusedImageVolumes(ctx, container->labels);
   // The kubelet removes the log file itself.
   if (options_.log_copier) options_.log_copier->Forget(container->id);
   return v1::RemoveContainerResponse();
