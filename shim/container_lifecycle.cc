@@ -3,6 +3,7 @@
 // filled by the log copier from start on (container_logs.cc).
 #include <algorithm>
 #include <filesystem>
+#include <set>
 #include <system_error>
 
 #include "absl/cleanup/cleanup.h"
@@ -99,8 +100,11 @@ absl::StatusOr<v1::CreateContainerResponse> CriService::CreateContainer(const co
 
   // Image volumes: Docker's own image mounts from API 1.48, elsewhere binds of unpacked
   // trees, held until the container exists and removed again if the create fails.
+  // Docker 28 refuses a second image mount of one image in a container ("mount already
+  // exists with name"), so further mounts of it (other sub paths) bind its tree too.
   imagevolumes::ImageVolumes::Hold image_volumes_hold;
   std::vector<std::string> unpacked_images;
+  std::set<std::string> docker_mounted_images;
   absl::Cleanup undo_image_volumes = [&] {
     image_volumes_hold.Release();
     image_volumes_->RemoveUnused(ctx, unpacked_images);
@@ -121,7 +125,7 @@ absl::StatusOr<v1::CreateContainerResponse> CriService::CreateContainer(const co
     RETURN_IF_ERROR(image.status());
     ImageMountSource& source = params.image_mount_sources[i];
     source.image_id = image->id;
-    if (*docker_image_mounts) continue;
+    if (*docker_image_mounts && docker_mounted_images.insert(image->id).second) continue;
     unpacked_images.push_back(image->id);
     absl::StatusOr<std::string> path = image_volumes_->Prepare(ctx, image->id, m.image_sub_path(), image_volumes_hold);
     if (!path.ok()) return common::Annotate(path.status(), absl::StrCat("image volume at ", m.container_path()));

@@ -539,6 +539,27 @@ TEST_F(ImageVolumeServiceTest, FromApi148DockerMountsTheImage) {
   EXPECT_FALSE(fs::exists(root_ + "/state/image-volumes"));
 }
 
+TEST_F(ImageVolumeServiceTest, FromApi148ASecondMountOfTheImageBindsItsTree) {
+  docker_.version.api_version = "1.51";
+  v1::ContainerConfig c = WithImageVolume("");
+  v1::Mount* again = c.add_mounts();
+  again->set_container_path("/weights");
+  again->mutable_image()->set_image(kModels);
+  again->set_image_sub_path("weights");
+  auto id = Create(c);
+  ASSERT_TRUE(id.ok()) << id.status();
+  const nlohmann::json body = docker_.Containers().at(*id).create_body;
+  ASSERT_EQ(body["HostConfig"]["Mounts"].size(), 2u);
+  EXPECT_EQ(body["HostConfig"]["Mounts"][0]["Type"], "image");
+  EXPECT_EQ(body["HostConfig"]["Mounts"][1], nlohmann::json({{"Type", "bind"},
+                                                             {"Source", Tree() + "/rootfs/weights"},
+                                                             {"Target", "/weights"},
+                                                             {"ReadOnly", true}}));
+  EXPECT_EQ(body["Labels"][kImageVolumesLabel], models_);
+  ASSERT_TRUE(Remove(*id).ok());
+  EXPECT_FALSE(fs::exists(Tree()));
+}
+
 TEST_F(ImageVolumeServiceTest, MissingImageIsNotFoundAndCreatesNothing) {
   v1::ContainerConfig c = WithImageVolume("");
   c.mutable_mounts(0)->mutable_image()->set_image("registry.example/absent:v9");
