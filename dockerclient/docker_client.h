@@ -18,6 +18,7 @@ namespace dockerclient {
 struct ListContainersOptions {
   bool all = true;
   Labels label_filter;             // every label must match
+  std::vector<std::string> label_keys;  // every label must be present, whatever its value
   std::optional<std::string> id;   // ID or ID prefix
   std::optional<std::string> status;
 };
@@ -104,6 +105,10 @@ class DockerClient {
   // POST /containers/{id}/update: `resources` holds HostConfig resource fields.
   virtual absl::Status UpdateContainer(const common::Context& ctx, const std::string& id,
                                        const nlohmann::json& resources) = 0;
+  // GET /containers/{id}/export: the container's filesystem as a tar stream, handed to
+  // `sink` piece by piece. An error from `sink` ends the export and is returned.
+  virtual absl::Status ExportContainer(const common::Context& ctx, const std::string& id,
+                                       const std::function<absl::Status(std::string_view)>& sink) = 0;
 
   // Exec. CreateExec fails with FAILED_PRECONDITION when the container is not running.
   virtual absl::StatusOr<std::string> CreateExec(const common::Context& ctx, const std::string& container_id,

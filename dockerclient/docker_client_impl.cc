@@ -31,6 +31,8 @@ constexpr absl::Duration kStopMargin = absl::Seconds(30);
 // How long a stop waits for Docker's container list to show the exit.
 constexpr int kListCatchUpAttempts = 100;
 constexpr absl::Duration kListCatchUpInterval = absl::Milliseconds(5);
+// dockerd starts an export's stream only once it has mounted the container's layers.
+constexpr absl::Duration kExportIdleTimeout = absl::Minutes(2);
 
 // Percent-encodes all but RFC 3986 unreserved characters and those in `keep`; for
 // path segments and query values.
@@ -344,6 +346,7 @@ absl::StatusOr<std::vector<ContainerSummary>> DockerClientImpl::ListContainers(c
   constexpr std::string_view kOperation = "list containers";
   json filters = json::object();
   for (const auto& [key, value] : options.label_filter) filters["label"].push_back(absl::StrCat(key, "=", value));
+  for (const std::string& key : options.label_keys) filters["label"].push_back(key);
   if (options.id) filters["id"].push_back(*options.id);
   if (options.status) filters["status"].push_back(*options.status);
   std::string path = absl::StrCat("/containers/json?all=", options.all ? "1" : "0");
@@ -459,6 +462,25 @@ absl::Status DockerClientImpl::UpdateContainer(const common::Context& ctx, const
       }
     }
   }
+  return absl::OkStatus();
+}
+
+absl::Status DockerClientImpl::ExportContainer(const common::Context& ctx, const std::string& id,
+                                               const std::function<absl::Status(std::string_view)>& sink) {
+  RETURN_IF_ERROR(CheckObjectId(id, "container"));
+  const std::string operation = absl::StrCat("export container ", id);
+  ASSIGN_OR_RETURN(const std::string prefix, ApiPrefix(ctx, operation));
+  // A failing sink cancels the request: reading on would only discard the rest.
+  absl::Status sunk;
+  common::Context export_ctx = ctx;
+  export_ctx.is_cancelled = [&] { return !sunk.ok() || ctx.Cancelled(); };
+  auto response = transport_->Stream(export_ctx, "GET", absl::StrCat(prefix, "/containers/", Escape(id), "/export"), {},
+                                     {}, kExportIdleTimeout, [&](std::string_view data) {
+                                       if (sunk.ok()) sunk = sink(data);
+                                     });
+  if (!sunk.ok()) return sunk;
+  if (!response.ok()) return common::Annotate(response.status(), operation);
+  if (response->status != 200) return HttpError(response->status, response->body, operation);
   return absl::OkStatus();
 }
 

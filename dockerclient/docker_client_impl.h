@@ -61,6 +61,8 @@ class DockerClientImpl : public DockerClient {
   absl::Status RemoveContainer(const common::Context& ctx, const std::string& id, bool force) override;
   absl::Status UpdateContainer(const common::Context& ctx, const std::string& id,
                                const nlohmann::json& resources) override;
+  absl::Status ExportContainer(const common::Context& ctx, const std::string& id,
+                               const std::function<absl::Status(std::string_view)>& sink) override;
 
   absl::StatusOr<std::string> CreateExec(const common::Context& ctx, const std::string& container_id,
                                          const ExecConfig& config) override;

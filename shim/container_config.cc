@@ -157,7 +157,40 @@ absl::Status CheckRecursiveReadOnly(const runtime::v1::Mount& m, bool relabelled
   return absl::OkStatus();
 }
 
-absl::Status AddMounts(const ContainerConfig& config, bool relabel, const EngineFeatures& features,
+// An image mount, always read-only (the kubelet asks so too). Propagation and SELinux
+// relabelling do not apply: nothing mounts below it, and its files are shared by every
+// container that mounts the image.
+absl::StatusOr<nlohmann::json> ImageMount(const runtime::v1::Mount& m, const std::string& field,
+                                          const ContainerCreateParams& params, int index) {
+  if (m.image().image().empty()) return Invalid(absl::StrCat(field, ".image_sub_path: set without an image"));
+  if (!IsAbsolute(m.container_path())) {
+    return Invalid(absl::StrCat(field, ".container_path: ", Quote(m.container_path()), " is not an absolute path"));
+  }
+  if (m.container_path().find_first_not_of('/') == std::string::npos) {
+    return Invalid(absl::StrCat(field, ".container_path: cannot mount over the container's root directory"));
+  }
+  const auto source = params.image_mount_sources.find(index);
+  if (source == params.image_mount_sources.end()) {
+    return absl::InternalError(absl::StrCat("container create: the image of ", field, " was not resolved"));
+  }
+  if (!source->second.host_path.empty()) {
+    return nlohmann::json{
+        {"Type", "bind"}, {"Source", source->second.host_path}, {"Target", m.container_path()}, {"ReadOnly", true}};
+  }
+  nlohmann::json mount = {
+      {"Type", "image"}, {"Source", source->second.image_id}, {"Target", m.container_path()}, {"ReadOnly", true}};
+  if (!m.image_sub_path().empty()) {
+    const std::vector<absl::string_view> parts = absl::StrSplit(m.image_sub_path(), '/');
+    if (IsAbsolute(m.image_sub_path()) || std::find(parts.begin(), parts.end(), "..") != parts.end()) {
+      return Invalid(absl::StrCat(field, ".image_sub_path: ", Quote(m.image_sub_path()),
+                                  " is not a relative path inside the image"));
+    }
+    mount["ImageOptions"] = {{"Subpath", m.image_sub_path()}};
+  }
+  return mount;
+}
+
+absl::Status AddMounts(const ContainerConfig& config, const ContainerCreateParams& params, bool relabel,
                        nlohmann::json& host) {
   nlohmann::json binds = nlohmann::json::array();
   nlohmann::json mounts = nlohmann::json::array();
@@ -165,8 +198,9 @@ absl::Status AddMounts(const ContainerConfig& config, bool relabel, const Engine
     const runtime::v1::Mount& m = config.mounts(i);
     const std::string field = absl::StrCat("mounts[", i, "]");
     if (!m.image().image().empty() || !m.image_sub_path().empty()) {
-      return Invalid(absl::StrCat(field, ".image: image volumes are not supported on Docker Engine (mount at ",
-                                  Quote(m.container_path()), ")"));
+      ASSIGN_OR_RETURN(nlohmann::json mount, ImageMount(m, field, params, i));
+      mounts.push_back(std::move(mount));
+      continue;
     }
     if (m.uidmappings_size() > 0 || m.gidmappings_size() > 0) {
       return Invalid(absl::StrCat(field, ": ID-mapped mounts (uidMappings/gidMappings) need pod user namespaces, "
@@ -184,7 +218,7 @@ absl::Status AddMounts(const ContainerConfig& config, bool relabel, const Engine
     }
     ASSIGN_OR_RETURN(std::string propagation, DockerPropagation(m.propagation(), field));
     const bool relabelled = relabel && m.selinux_relabel();
-    if (m.recursive_read_only()) RETURN_IF_ERROR(CheckRecursiveReadOnly(m, relabelled, features, field));
+    if (m.recursive_read_only()) RETURN_IF_ERROR(CheckRecursiveReadOnly(m, relabelled, params.features, field));
 
     if (relabelled) {
       if (absl::StrContains(m.host_path(), ':') || absl::StrContains(m.container_path(), ':')) {
@@ -513,6 +547,14 @@ absl::StatusOr<nlohmann::json> MakeContainerCreateBody(const ContainerConfig& co
   std::map<std::string, std::string> internal = {{kContainerTypeLabel, kContainerTypeContainer},
                                                  {kSandboxIdLabel, params.sandbox_id}};
   if (!params.log_path.empty()) internal[kContainerLogPathLabel] = params.log_path;
+  std::vector<std::string> unpacked_images;
+  for (const auto& [index, source] : params.image_mount_sources) {
+    if (!source.host_path.empty() &&
+        std::find(unpacked_images.begin(), unpacked_images.end(), source.image_id) == unpacked_images.end()) {
+      unpacked_images.push_back(source.image_id);
+    }
+  }
+  if (!unpacked_images.empty()) internal[kImageVolumesLabel] = absl::StrJoin(unpacked_images, ",");
   body["Labels"] = MakeLabels(config.labels(), config.annotations(), internal);
 
   // An Entrypoint without Cmd makes Docker drop the image's CMD too, as
@@ -539,7 +581,7 @@ absl::StatusOr<nlohmann::json> MakeContainerCreateBody(const ContainerConfig& co
 
   RETURN_IF_ERROR(AddNamespaces(config, sandbox_config, params, host));
   const LinuxContainerSecurityContext& sc = config.linux().security_context();
-  RETURN_IF_ERROR(AddMounts(config, HasSELinuxOptions(sc.selinux_options()), params.features, host));
+  RETURN_IF_ERROR(AddMounts(config, params, HasSELinuxOptions(sc.selinux_options()), host));
   RETURN_IF_ERROR(AddDevices(config, params.features, host));
   RETURN_IF_ERROR(AddResources(config.linux().resources(), params.oom_score_adj_floor, host));
   RETURN_IF_ERROR(AddSecurity(sc, params, body, host));

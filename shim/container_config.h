@@ -2,6 +2,7 @@
 // Pure translation of a CRI ContainerConfig into the Docker Engine create
 // request of a workload container. The only I/O is reading a Localhost seccomp
 // profile; everything else the translation needs comes in ContainerCreateParams.
+#include <map>
 #include <nlohmann/json.hpp>
 #include <optional>
 #include <string>
@@ -13,6 +14,15 @@
 #include "shim/engine_features.h"
 
 namespace shim {
+
+// How one CRI image mount (Mount.image) reaches Docker.
+struct ImageMountSource {
+  std::string image_id;   // the image's Docker ID
+  // Empty: a Docker "image" mount of image_id with the mount's image_sub_path (API 1.48+).
+  // Otherwise a read-only bind of this host directory: the image's unpacked tree
+  // (imagevolumes/), sub path included; the container's kImageVolumesLabel lists image_id.
+  std::string host_path;
+};
 
 struct ContainerCreateParams {
   std::string sandbox_id;            // the pod's infra container ID; the container joins its namespaces
@@ -29,16 +39,17 @@ struct ContainerCreateParams {
   // and privileged is spelled out (AddPrivilegedWithoutTheFlag) with `host_devices`.
   const HostCapabilities* restricted_capabilities = nullptr;
   std::vector<std::string> host_devices;
+  std::map<int, ImageMountSource> image_mount_sources;  // by index in config.mounts, for each image mount
 };
 
 // Returns the /containers/create body, labels included. HostConfig.OomScoreAdj
 // holds the requested value raised to params.oom_score_adj_floor: a caller that
 // wants to log the clamp compares it with linux.resources.oom_score_adj.
 // INVALID_ARGUMENT naming the CRI field for input Docker cannot honour as asked
-// (missing metadata or image, relative paths, image or ID-mapped mounts, recursive
-// read-only mounts the engine cannot make, bad capability or CDI device names, TARGET
-// pid mode without a target, Strict supplemental groups...); FAILED_PRECONDITION for
-// CDI devices on an engine without CDI.
+// (missing metadata or image, relative paths, image sub paths leaving the image, ID-mapped
+// mounts, recursive read-only mounts the engine cannot make, bad capability or CDI device
+// names, TARGET pid mode without a target, Strict supplemental groups...);
+// FAILED_PRECONDITION for CDI devices on an engine without CDI.
 absl::StatusOr<nlohmann::json> MakeContainerCreateBody(const runtime::v1::ContainerConfig& config,
                                                        const runtime::v1::PodSandboxConfig& sandbox_config,
                                                        const ContainerCreateParams& params);

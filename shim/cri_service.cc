@@ -5,6 +5,8 @@
 #include "absl/strings/str_join.h"
 #include "common/log.h"
 #include "common/status.h"
+#include "shim/imagevolumes/image_volumes.h"
+#include "shim/naming.h"
 #include "shim/stats_sampler.h"
 
 namespace shim {
@@ -17,15 +19,24 @@ CriService::CriService(Options options, dockerclient::DockerClient& docker, netw
       oom_(options_.oom_score_adj_floor),
       host_capabilities_(ReadHostCapabilities(options_.proc_root)),
       stats_(std::make_unique<StatsSampler>(docker, SamplerOptions{options_.proc_root, options_.cgroup_prefix,
-                                                                   options_.clock, options_.writable_layers})) {}
+                                                                   options_.clock, options_.writable_layers})),
+      image_volumes_(std::make_unique<imagevolumes::ImageVolumes>(docker, options_.root_directory + "/image-volumes")) {}
 
 absl::Status CriService::Init() {
   RETURN_IF_ERROR(checkpoints_.Init());
   ResumeLogCopies(common::Context::WithTimeout(absl::Seconds(30)));
+  if (absl::Status s = image_volumes_->Sweep(common::Context::WithTimeout(absl::Seconds(30))); !s.ok()) {
+    LOG_WARN << "cannot sweep unused image volumes: " << s;
+  }
   return absl::OkStatus();
 }
 
 CriService::~CriService() = default;
+
+void CriService::RemoveUnusedImageVolumes(const common::Context& ctx, const dockerclient::Labels& labels) {
+  const std::string ids = LabelValue(labels, kImageVolumesLabel);
+  if (!ids.empty()) image_volumes_->RemoveUnused(ctx, imagevolumes::ImageIdsOfLabel(ids));
+}
 
 const HostCapabilities* CriService::RestrictedCapabilities(const dockerclient::SystemInfo& info, bool asked) {
   if (!host_capabilities_ || host_capabilities_->missing.empty() ||

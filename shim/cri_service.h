@@ -34,6 +34,10 @@ namespace shim::stats {
 class WritableLayerCollector;
 }
 
+namespace shim::imagevolumes {
+class ImageVolumes;
+}
+
 namespace shim {
 
 namespace v1 = ::runtime::v1;
@@ -216,6 +220,8 @@ class CriService {
                                                         std::vector<v1::PodSandbox> sandboxes);
   absl::StatusOr<std::vector<PodFigures>> FiguresOfReadyPods(const common::Context& ctx,
                                                              const v1::PodSandboxFilter& filter);
+  // Removes the unpacked image trees that `labels` (of a removed container) bound, unless others use them.
+  void RemoveUnusedImageVolumes(const common::Context& ctx, const dockerclient::Labels& labels);
   // Undoes a RunPodSandbox that failed after creating `id`.
   void RollBackSandbox(const std::string& id, bool network_attached, const network::PodNetworkRequest& net_req,
                        const std::string& network_name);
@@ -228,6 +234,7 @@ class CriService {
   const std::optional<HostCapabilities> host_capabilities_;  // unset when /proc did not say
   std::atomic<bool> capability_clamp_logged_{false};
   std::unique_ptr<StatsSampler> stats_;
+  std::unique_ptr<imagevolumes::ImageVolumes> image_volumes_;  // image mounts on engines before API 1.48
 
   mutable std::mutex mu_;
   std::shared_ptr<const dockerclient::SystemInfo> info_;  // guarded by mu_

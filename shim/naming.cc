@@ -80,7 +80,8 @@ absl::StatusOr<NameParts> SplitName(const std::string& name, absl::string_view k
 }
 
 bool IsInternalLabel(const std::string& key) {
-  return key == kContainerTypeLabel || key == kSandboxIdLabel || key == kContainerLogPathLabel;
+  return key == kContainerTypeLabel || key == kSandboxIdLabel || key == kContainerLogPathLabel ||
+         key == kImageVolumesLabel;
 }
 
 }  // namespace

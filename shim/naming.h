@@ -17,6 +17,8 @@ inline constexpr char kContainerTypeSandbox[] = "podsandbox";
 inline constexpr char kContainerTypeContainer[] = "container";
 inline constexpr char kSandboxIdLabel[] = "io.kubernetes.sandbox.id";
 inline constexpr char kContainerLogPathLabel[] = "io.kubernetes.container.logpath";
+// The image IDs, comma-separated, whose unpacked trees a container binds as image volumes (imagevolumes/).
+inline constexpr char kImageVolumesLabel[] = "io.dockershim.image-volumes";
 inline constexpr char kAnnotationPrefix[] = "annotation.";
 // cri-dockerd marks sandboxes io.kubernetes.container.name=POD (cAdvisor's pod stats rely on it).
 inline constexpr char kContainerNameLabel[] = "io.kubernetes.container.name";

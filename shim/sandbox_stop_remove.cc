@@ -121,6 +121,7 @@ absl::StatusOr<v1::RemovePodSandboxResponse> CriService::RemovePodSandbox(const 
   for (const auto& c : containers) {
     absl::Status s = docker_.RemoveContainer(ctx, c.id, /*force=*/true);
     if (!s.ok() && !absl::IsNotFound(s)) return common::Annotate(s, "remove container of the pod");
+    RemoveUnusedImageVolumes(ctx, c.labels);
   }
   absl::Status removed = docker_.RemoveContainer(ctx, sandbox->id, /*force=*/true);
   if (!removed.ok() && !absl::IsNotFound(removed)) return common::Annotate(removed, "remove pod infra container");

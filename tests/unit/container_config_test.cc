@@ -490,16 +490,110 @@ INSTANTIATE_TEST_SUITE_P(
                   "mounts[0].propagation: unknown mount propagation 7"}),
     [](const auto& info) { return info.param.name; });
 
+// ---------------------------------------------------------------------------
+// Image mounts
+
+constexpr char kModelsId[] = "sha256:7e1f00000000000000000000000000000000000000000000000000000000abcd";
+
+struct ImageMountCase {
+  std::string name;
+  std::string sub_path;
+  std::string container_path = "/models";
+  std::optional<ImageMountSource> source;  // unset: the caller resolved nothing
+  json want_mount;                         // null: the create is refused
+  std::string want_labels_value;           // kImageVolumesLabel; "" for none
+  absl::StatusCode want_code = absl::StatusCode::kOk;
+  std::string want_error;
+};
+
+class ContainerConfigImageMounts : public ::testing::TestWithParam<ImageMountCase> {};
+
+TEST_P(ContainerConfigImageMounts, Translates) {
+  const ImageMountCase& tc = GetParam();
+  ContainerConfig c = MinimalConfig();
+  auto* m = c.add_mounts();
+  m->set_container_path(tc.container_path);
+  m->mutable_image()->set_image("registry.example/models:v1");
+  m->set_image_sub_path(tc.sub_path);
+  m->set_readonly(false);  // image mounts are read-only whatever is asked
+  m->set_propagation(runtime::v1::PROPAGATION_BIDIRECTIONAL);
+  m->set_selinux_relabel(true);
+  Sc(c)->mutable_selinux_options()->set_level("s0:c1,c2");
+  ContainerCreateParams p = Params();
+  if (tc.source) p.image_mount_sources[0] = *tc.source;
+  absl::StatusOr<json> b = MakeContainerCreateBody(c, Sandbox(), p);
+  if (tc.want_code != absl::StatusCode::kOk) {
+    ASSERT_FALSE(b.ok());
+    EXPECT_EQ(b.status().code(), tc.want_code) << b.status();
+    EXPECT_THAT(std::string(b.status().message()), HasSubstr(tc.want_error));
+    return;
+  }
+  ASSERT_TRUE(b.ok()) << b.status();
+  EXPECT_EQ((*b)["HostConfig"]["Mounts"], json::array({tc.want_mount}));
+  EXPECT_FALSE((*b)["HostConfig"].contains("Binds"));
+  if (tc.want_labels_value.empty()) {
+    EXPECT_FALSE((*b)["Labels"].contains(kImageVolumesLabel));
+  } else {
+    EXPECT_EQ((*b)["Labels"].value(kImageVolumesLabel, ""), tc.want_labels_value);
+  }
+}
+
+const ImageMountSource kDockerMount{kModelsId, ""};
+const ImageMountSource kUnpacked{kModelsId, "/var/lib/dockershim/image-volumes/7e1f/rootfs/weights"};
+
+INSTANTIATE_TEST_SUITE_P(
+    ContainerConfig, ContainerConfigImageMounts,
+    ::testing::Values(
+        ImageMountCase{"DockerImageMount", "", "/models", kDockerMount,
+                       {{"Type", "image"}, {"Source", kModelsId}, {"Target", "/models"}, {"ReadOnly", true}},
+                       "", absl::StatusCode::kOk, ""},
+        ImageMountCase{"DockerImageMountSubpath", "weights/v1", "/models", kDockerMount,
+                       {{"Type", "image"},
+                        {"Source", kModelsId},
+                        {"Target", "/models"},
+                        {"ReadOnly", true},
+                        {"ImageOptions", {{"Subpath", "weights/v1"}}}},
+                       "", absl::StatusCode::kOk, ""},
+        ImageMountCase{"UnpackedTreeBind", "weights", "/models", kUnpacked,
+                       {{"Type", "bind"}, {"Source", kUnpacked.host_path}, {"Target", "/models"}, {"ReadOnly", true}},
+                       kModelsId, absl::StatusCode::kOk, ""},
+        ImageMountCase{"SubpathEscapes", "weights/../../etc", "/models", kDockerMount, nullptr, "",
+                       absl::StatusCode::kInvalidArgument,
+                       "mounts[0].image_sub_path: \"weights/../../etc\" is not a relative path inside the image"},
+        ImageMountCase{"SubpathAbsolute", "/etc", "/models", kDockerMount, nullptr, "",
+                       absl::StatusCode::kInvalidArgument, "mounts[0].image_sub_path: \"/etc\""},
+        ImageMountCase{"RelativeTarget", "", "models", kDockerMount, nullptr, "", absl::StatusCode::kInvalidArgument,
+                       "mounts[0].container_path: \"models\" is not an absolute path"},
+        ImageMountCase{"OverRoot", "", "/", kDockerMount, nullptr, "", absl::StatusCode::kInvalidArgument,
+                       "cannot mount over the container's root directory"},
+        ImageMountCase{"NotResolved", "", "/models", std::nullopt, nullptr, "", absl::StatusCode::kInternal,
+                       "the image of mounts[0] was not resolved"}),
+    [](const auto& info) { return info.param.name; });
+
+TEST(ContainerConfigImageMounts, LabelListsEachUnpackedImageOnce) {
+  ContainerConfig c = MinimalConfig();
+  ContainerCreateParams p = Params();
+  const std::string other = "sha256:99" + std::string(62, '0');
+  const std::vector<ImageMountSource> sources = {
+      {kModelsId, "/iv/a/rootfs"}, {other, ""}, {kModelsId, "/iv/a/rootfs/sub"}, {other + "1", "/iv/b/rootfs"}};
+  for (size_t i = 0; i < sources.size(); ++i) {
+    auto* m = c.add_mounts();
+    m->set_container_path("/m" + std::to_string(i));
+    m->mutable_image()->set_image("img" + std::to_string(i));
+    p.image_mount_sources[static_cast<int>(i)] = sources[i];
+  }
+  json b = MustBody(c, Sandbox(), p);
+  EXPECT_EQ(b["Labels"][kImageVolumesLabel], absl::StrCat(kModelsId, ",", other, "1"));
+  ASSERT_EQ(b["HostConfig"]["Mounts"].size(), 4u);
+  EXPECT_EQ(b["HostConfig"]["Mounts"][1]["Type"], "image");
+}
+
 TEST(ContainerConfigMounts, UnsupportedKinds) {
   ContainerConfig c = MinimalConfig();
   auto* m = c.add_mounts();
   m->set_container_path("/models");
-  m->mutable_image()->set_image("registry.example/models:v1");
-  ExpectInvalid(BodyStatus(c),
-                "mounts[0].image: image volumes are not supported on Docker Engine (mount at \"/models\")");
-  m->clear_image();
   m->set_image_sub_path("weights");
-  ExpectInvalid(BodyStatus(c), "mounts[0].image");
+  ExpectInvalid(BodyStatus(c), "mounts[0].image_sub_path: set without an image");
   m->clear_image_sub_path();
   m->set_host_path("/v/a");
   m->mutable_image();  // an empty image spec is no image

@@ -29,6 +29,30 @@ void ApplyResources(const nlohmann::json& host, dockerclient::ContainerResources
   r.oom_score_adj = host.value("OomScoreAdj", r.oom_score_adj);
 }
 
+// One ustar header block (and the content's blocks) for `path`.
+std::string TarEntry(const std::string& path, const std::string& content) {
+  const bool dir = !path.empty() && path.back() == '/';
+  std::string header(512, '\0');
+  const auto put = [&](size_t offset, const std::string& text) { header.replace(offset, text.size(), text); };
+  put(0, path.substr(0, 99));
+  put(100, "0000755");
+  put(108, "0000000");
+  put(116, "0000000");
+  put(124, absl::StrFormat("%011o", dir ? 0 : content.size()));
+  put(136, "00000000000");
+  header[156] = dir ? '5' : '0';
+  put(257, std::string("ustar\0" "00", 8));
+  put(148, std::string(8, ' '));
+  unsigned sum = 0;
+  for (const char c : header) sum += static_cast<unsigned char>(c);
+  put(148, absl::StrFormat("%06o", sum));
+  header[154] = '\0';
+  if (dir) return header;
+  std::string data = content;
+  data.resize((content.size() + 511) / 512 * 512, '\0');
+  return header + data;
+}
+
 }  // namespace
 
 std::string FakeNormalize(const std::string& ref) {
@@ -88,6 +112,11 @@ std::string FakeDockerClient::AddImage(const std::vector<std::string>& tags, con
   }
   images_[image.id] = image;
   return image.id;
+}
+
+void FakeDockerClient::SetImageFiles(const std::string& image_id, std::map<std::string, std::string> files) {
+  std::lock_guard lock(mu_);
+  image_files_[image_id] = std::move(files);
 }
 
 void FakeDockerClient::AddPullableImage(const std::string& reference, const std::string& user) {
@@ -286,6 +315,10 @@ absl::StatusOr<std::vector<dockerclient::ContainerSummary>> FakeDockerClient::Li
     if (!options.all && !in.state.running) continue;
     if (options.id && !absl::StartsWith(id, *options.id)) continue;
     if (options.status && in.state.status != *options.status) continue;
+    if (!std::all_of(options.label_keys.begin(), options.label_keys.end(),
+                     [&](const std::string& key) { return in.labels.contains(key); })) {
+      continue;
+    }
     bool labels_match = std::all_of(options.label_filter.begin(), options.label_filter.end(), [&](const auto& kv) {
       auto it = in.labels.find(kv.first);
       return it != in.labels.end() && it->second == kv.second;
@@ -418,6 +451,26 @@ absl::Status FakeDockerClient::UpdateContainer(const common::Context&, const std
   FakeContainer& c = containers_.at(found);
   c.create_body["HostConfig"].update(resources);
   ApplyResources(resources, c.inspect.resources);
+  return absl::OkStatus();
+}
+
+absl::Status FakeDockerClient::ExportContainer(const common::Context&, const std::string& id,
+                                               const std::function<absl::Status(std::string_view)>& sink) {
+  std::string archive;
+  {
+    std::lock_guard lock(mu_);
+    if (auto s = Record("ExportContainer"); !s.ok()) return s;
+    const std::string found = FindContainerId(id);
+    if (found.empty()) return absl::NotFoundError(absl::StrCat("export container ", id, ": No such container: ", id));
+    if (auto files = image_files_.find(containers_.at(found).inspect.image); files != image_files_.end()) {
+      for (const auto& [path, content] : files->second) archive += TarEntry(path, content);
+    }
+  }
+  archive.append(1024, '\0');
+  // In pieces, as dockerd streams it.
+  for (size_t at = 0; at < archive.size(); at += 700) {
+    if (absl::Status s = sink(std::string_view(archive).substr(at, 700)); !s.ok()) return s;
+  }
   return absl::OkStatus();
 }
 

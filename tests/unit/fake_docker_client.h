@@ -25,6 +25,9 @@ class FakeDockerClient : public dockerclient::DockerClient {
   // Adds an image with the given ID (sha256 hex is generated from the tags when empty).
   std::string AddImage(const std::vector<std::string>& tags, const std::string& user = "",
                        int64_t size = 1000, const std::vector<std::string>& digests = {});
+  // The files ExportContainer gives for containers of image `image_id`, by relative path
+  // (a path ending in '/' is a directory); each becomes a ustar entry, mode 0755.
+  void SetImageFiles(const std::string& image_id, std::map<std::string, std::string> files);
   // Images PullImage can "fetch", by reference; pulling anything else fails NOT_FOUND.
   void AddPullableImage(const std::string& reference, const std::string& user = "");
   // Every call of `op` (e.g. "PullImage", "CreateContainer") fails with `status` until cleared.
@@ -96,6 +99,10 @@ class FakeDockerClient : public dockerclient::DockerClient {
   // Merges `resources` into the container's create body's HostConfig and its inspect.
   absl::Status UpdateContainer(const common::Context& ctx, const std::string& id,
                                const nlohmann::json& resources) override;
+  // A ustar archive of the container's image's files (SetImageFiles); nothing but the
+  // end-of-archive blocks when none were set.
+  absl::Status ExportContainer(const common::Context& ctx, const std::string& id,
+                               const std::function<absl::Status(std::string_view)>& sink) override;
   absl::StatusOr<std::string> CreateExec(const common::Context& ctx, const std::string& container_id,
                                          const dockerclient::ExecConfig& config) override;
   absl::Status RunExec(const common::Context& ctx, const std::string& exec_id, bool tty,
@@ -123,6 +130,7 @@ class FakeDockerClient : public dockerclient::DockerClient {
   mutable std::mutex mu_;
   std::map<std::string, dockerclient::ImageInspect> images_;  // by ID
   std::map<std::string, std::string> pullable_;               // reference -> user
+  std::map<std::string, std::map<std::string, std::string>> image_files_;  // by image ID
   std::map<std::string, FakeContainer> containers_;           // by ID
   std::map<std::string, absl::Status> failures_;
   std::vector<std::string> calls_;
