@@ -32,31 +32,6 @@ class ContainerIntegration : public PodIntegration {
     return config;
   }
 
-  v1::ContainerConfig Busybox(const std::string& name, std::vector<std::string> command) {
-    v1::ContainerConfig c;
-    c.mutable_metadata()->set_name(name);
-    c.mutable_image()->set_image(testenv::BusyboxImage());
-    for (auto& part : command) c.add_command(part);
-    c.set_log_path(name + "/0.log");
-    c.mutable_linux();
-    return c;
-  }
-
-  absl::StatusOr<std::string> Create(const std::string& pod_id, const v1::PodSandboxConfig& pod,
-                                     const v1::ContainerConfig& config) {
-    v1::CreateContainerRequest req;
-    req.set_pod_sandbox_id(pod_id);
-    *req.mutable_config() = config;
-    *req.mutable_sandbox_config() = pod;
-    auto resp = service_->CreateContainer(ctx_, req);
-    if (!resp.ok()) return resp.status();
-    return resp->container_id();
-  }
-  absl::Status Start(const std::string& id) {
-    v1::StartContainerRequest req;
-    req.set_container_id(id);
-    return service_->StartContainer(ctx_, req).status();
-  }
   absl::StatusOr<v1::ContainerStatus> ContainerStatus(const std::string& id) {
     v1::ContainerStatusRequest req;
     req.set_container_id(id);

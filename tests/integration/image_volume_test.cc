@@ -35,38 +35,13 @@ class ImageVolumeIntegration : public PodIntegration {
   // busybox sleeping, with the busybox image at `target` (its `sub_path`).
   v1::ContainerConfig WithImageVolume(const std::string& name, const std::string& target, const std::string& sub_path,
                                       const std::string& image = testenv::BusyboxImage()) {
-    v1::ContainerConfig c;
-    c.mutable_metadata()->set_name(name);
-    c.mutable_image()->set_image(testenv::BusyboxImage());
-    c.add_command("sleep");
-    c.add_command("600");
-    c.mutable_linux();
+    v1::ContainerConfig c = Busybox(name);
     v1::Mount* m = c.add_mounts();
     m->set_container_path(target);
     m->mutable_image()->set_image(image);
     m->set_image_sub_path(sub_path);
     m->set_readonly(true);
     return c;
-  }
-  absl::StatusOr<std::string> Create(const std::string& pod_id, const v1::PodSandboxConfig& pod,
-                                     const v1::ContainerConfig& config) {
-    v1::CreateContainerRequest req;
-    req.set_pod_sandbox_id(pod_id);
-    *req.mutable_config() = config;
-    *req.mutable_sandbox_config() = pod;
-    auto resp = service_->CreateContainer(ctx_, req);
-    if (!resp.ok()) return resp.status();
-    return resp->container_id();
-  }
-  absl::Status Start(const std::string& id) {
-    v1::StartContainerRequest req;
-    req.set_container_id(id);
-    return service_->StartContainer(ctx_, req).status();
-  }
-  absl::Status RemoveContainer(const std::string& id) {
-    v1::RemoveContainerRequest req;
-    req.set_container_id(id);
-    return service_->RemoveContainer(ctx_, req).status();
   }
   absl::StatusOr<v1::ExecSyncResponse> Exec(const std::string& id, std::vector<std::string> cmd) {
     v1::ExecSyncRequest req;

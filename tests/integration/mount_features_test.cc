@@ -21,30 +21,10 @@ class MountFeaturesIntegration : public PodIntegration {
     ASSERT_NO_FATAL_FAILURE(BuildService(Plugin::kCni, testenv::PauseImage()));
   }
 
-  v1::ContainerConfig Busybox(const std::string& name) {
-    v1::ContainerConfig c;
-    c.mutable_metadata()->set_name(name);
-    c.mutable_image()->set_image(testenv::BusyboxImage());
-    c.add_command("sleep");
-    c.add_command("600");
-    c.mutable_linux();
-    return c;
-  }
-  absl::StatusOr<std::string> Create(const std::string& pod_id, const v1::PodSandboxConfig& pod,
-                                     const v1::ContainerConfig& config) {
-    v1::CreateContainerRequest req;
-    req.set_pod_sandbox_id(pod_id);
-    *req.mutable_config() = config;
-    *req.mutable_sandbox_config() = pod;
-    ASSIGN_OR_RETURN(v1::CreateContainerResponse resp, service_->CreateContainer(ctx_, req));
-    return resp.container_id();
-  }
   absl::StatusOr<std::string> CreateAndStart(const std::string& pod_id, const v1::PodSandboxConfig& pod,
                                              const v1::ContainerConfig& config) {
     ASSIGN_OR_RETURN(std::string id, Create(pod_id, pod, config));
-    v1::StartContainerRequest req;
-    req.set_container_id(id);
-    RETURN_IF_ERROR(service_->StartContainer(ctx_, req).status());
+    RETURN_IF_ERROR(Start(id));
     return id;
   }
   absl::StatusOr<v1::ExecSyncResponse> Exec(const std::string& id, const std::string& script) {

@@ -359,6 +359,40 @@ class PodIntegration : public ::testing::Test {
     return resp->pod_sandbox_id();
   }
 
+  // The test busybox running `command`, as the kubelet configures a container (its log
+  // lands in the pod's log directory, if the pod has one).
+  v1::ContainerConfig Busybox(const std::string& name, std::vector<std::string> command = {"sleep", "600"}) {
+    v1::ContainerConfig c;
+    c.mutable_metadata()->set_name(name);
+    c.mutable_image()->set_image(testenv::BusyboxImage());
+    for (auto& part : command) c.add_command(part);
+    c.set_log_path(name + "/0.log");
+    c.mutable_linux();
+    return c;
+  }
+
+  absl::StatusOr<std::string> Create(const std::string& pod_id, const v1::PodSandboxConfig& pod,
+                                     const v1::ContainerConfig& config) {
+    v1::CreateContainerRequest req;
+    req.set_pod_sandbox_id(pod_id);
+    *req.mutable_config() = config;
+    *req.mutable_sandbox_config() = pod;
+    ASSIGN_OR_RETURN(v1::CreateContainerResponse resp, service_->CreateContainer(ctx_, req));
+    return resp.container_id();
+  }
+
+  absl::Status Start(const std::string& id) {
+    v1::StartContainerRequest req;
+    req.set_container_id(id);
+    return service_->StartContainer(ctx_, req).status();
+  }
+
+  absl::Status RemoveContainer(const std::string& id) {
+    v1::RemoveContainerRequest req;
+    req.set_container_id(id);
+    return service_->RemoveContainer(ctx_, req).status();
+  }
+
   absl::StatusOr<v1::PodSandboxStatus> Status(const std::string& id) {
     v1::PodSandboxStatusRequest req;
     req.set_pod_sandbox_id(id);
