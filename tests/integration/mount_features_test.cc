@@ -4,6 +4,10 @@
 #include <gmock/gmock.h>
 #include <gtest/gtest.h>
 
+#include <fstream>
+
+#include <nlohmann/json.hpp>
+
 #include "tests/integration/pod_fixture.h"
 
 namespace shim {
@@ -114,6 +118,55 @@ TEST_F(MountFeaturesIntegration, RecursiveReadOnlyMountOnAnOldEngineIsInvalidAnd
   auto left = docker_->ListContainers(ctx_, containers_of_the_pod);
   ASSERT_TRUE(left.ok()) << left.status();
   EXPECT_TRUE(left->empty()) << left->size() << " containers left";
+}
+
+// CDI devices where the engine has CDI on (Docker 28.2+ by default): a spec in the
+// engine's first CDI directory, whose device sets an environment variable. Elsewhere a
+// clear FAILED_PRECONDITION and nothing created.
+TEST_F(MountFeaturesIntegration, CdiDevicesReachTheContainerOrAreRefusedClearly) {
+  auto features = service_->Features(ctx_);
+  ASSERT_TRUE(features.ok()) << features.status();
+  const v1::PodSandboxConfig pod = BaseConfig("cdi");
+  auto pod_id = Run(pod);
+  ASSERT_TRUE(pod_id.ok()) << pod_id.status();
+  const std::string kind = "dockershim.test/dev" + RandomHex();
+  v1::ContainerConfig config = Busybox("cdi", {"sh", "-c", "echo \"$DSTEST_CDI\" >/tmp/cdi; exec sleep 600"});
+  config.add_cdi_devices()->set_name(kind + "=marker");
+
+  if (!features->cdi) {
+    auto created = Create(*pod_id, pod, config);
+    ASSERT_FALSE(created.ok());
+    EXPECT_EQ(created.status().code(), absl::StatusCode::kFailedPrecondition) << created.status();
+    EXPECT_THAT(created.status().message(), HasSubstr("CDI"));
+    dockerclient::ListContainersOptions containers_of_the_pod;
+    containers_of_the_pod.label_filter = {{kContainerTypeLabel, kContainerTypeContainer}, {kSandboxIdLabel, *pod_id}};
+    auto left = docker_->ListContainers(ctx_, containers_of_the_pod);
+    ASSERT_TRUE(left.ok()) << left.status();
+    EXPECT_TRUE(left->empty()) << left->size() << " containers left";
+    return;
+  }
+  auto info = docker_->Info(ctx_);
+  ASSERT_TRUE(info.ok()) << info.status();
+  const std::string spec_dir = info->raw["CDISpecDirs"][0].get<std::string>();
+  fs::create_directories(spec_dir);
+  const std::string spec = spec_dir + "/" + kind.substr(kind.find('/') + 1) + ".json";
+  {
+    std::ofstream out(spec);
+    out << nlohmann::json{{"cdiVersion", "0.6.0"},
+                          {"kind", kind},
+                          {"devices", {{{"name", "marker"}, {"containerEdits", {{"env", {"DSTEST_CDI=from-spec"}}}}}}}}
+               .dump();
+  }
+  struct RemoveSpec {
+    std::string path;
+    ~RemoveSpec() { fs::remove(path); }
+  } remove_spec{spec};
+  auto id = CreateAndStart(*pod_id, pod, config);
+  ASSERT_TRUE(id.ok()) << id.status();
+  // The spec edits the container's own process (an exec gets Docker's environment).
+  auto env = Exec(*id, "until [ -s /tmp/cdi ]; do sleep 0.05; done; cat /tmp/cdi");
+  ASSERT_TRUE(env.ok()) << env.status();
+  EXPECT_EQ(env->stdout(), "from-spec\n");
 }
 
 }  // namespace
