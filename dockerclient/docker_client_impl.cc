@@ -15,6 +15,7 @@
 #include "common/strings.h"
 #include "dockerclient/api_version.h"
 #include "dockerclient/errors.h"
+#include "dockerclient/escape.h"
 #include "dockerclient/stdcopy.h"
 
 namespace dockerclient {
@@ -30,24 +31,6 @@ constexpr absl::Duration kStopMargin = absl::Seconds(30);
 // How long a stop waits for Docker's container list to show the exit.
 constexpr int kListCatchUpAttempts = 100;
 constexpr absl::Duration kListCatchUpInterval = absl::Milliseconds(5);
-
-// Percent-encodes all but RFC 3986 unreserved characters and those in `keep`; for
-// path segments and query values.
-std::string Escape(std::string_view s, std::string_view keep = {}) {
-  static constexpr char kHex[] = "0123456789ABCDEF";
-  std::string out;
-  for (const char ch : s) {
-    const auto c = static_cast<unsigned char>(ch);
-    if (absl::ascii_isalnum(c) || c == '-' || c == '.' || c == '_' || c == '~' || keep.find(ch) != keep.npos) {
-      out += ch;
-    } else {
-      out += '%';
-      out += kHex[c >> 4];
-      out += kHex[c & 15];
-    }
-  }
-  return out;
-}
 
 // Docker routes image names with their '/', ':' and '@' literally
 // (/images/registry:5000/foo/bar@sha256:.../json).
