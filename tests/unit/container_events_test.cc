@@ -1,19 +1,30 @@
 // The GetContainerEvents payload (CriService::BuildContainerEvent) on the fake Docker
-// client: the pod's status and its containers' statuses as the event left them.
+// client: the pod's status and its containers' statuses as the event left them; and
+// the RPC through the gRPC adapter's callback reactor.
 #include <gmock/gmock.h>
 #include <gtest/gtest.h>
 #include <stdlib.h>
 
 #include <filesystem>
 #include <memory>
+#include <sstream>
 #include <string>
 #include <vector>
 
+#include <grpcpp/grpcpp.h>
+
+#include <atomic>
+#include <thread>
+
+#include "absl/strings/str_cat.h"
 #include "shim/cri_service.h"
 #include "shim/events/cri_event.h"
+#include "shim/events/event_hub.h"
+#include "shim/grpc_services.h"
 #include "shim/naming.h"
 #include "tests/unit/fake_docker_client.h"
 #include "tests/unit/fake_network.h"
+#include "tests/unit/test_http_server.h"
 
 namespace shim {
 namespace {
@@ -145,6 +156,85 @@ TEST_F(ContainerEventsTest, ADeletedPodKeepsItsIdAndMetadata) {
   v1::ContainerEventResponse late = service_->BuildContainerEvent(ctx_, Event(app, v1::CONTAINER_DELETED_EVENT));
   EXPECT_FALSE(late.has_pod_sandbox_status());
   EXPECT_EQ(late.containers_statuses_size(), 0);
+}
+
+// Docker's events for the pod's container, one chunk per event, after `go`.
+void ServeEvents(int fd, const std::atomic<bool>& go, const std::string& sandbox, const std::string& id) {
+  std::string buffer;
+  if (!testhttp::ReadRequest(fd, buffer)) return;
+  testhttp::WriteAll(fd, "HTTP/1.1 200 OK\r\nTransfer-Encoding: chunked\r\n\r\n");
+  while (!go) absl::SleepFor(absl::Milliseconds(1));
+  const int64_t base = absl::ToUnixNanos(absl::Now()) + 1000;
+  int i = 0;
+  for (const char* action : {"create", "start", "die"}) {
+    const std::string line = absl::StrCat(R"({"Type":"container","Action":")", action, R"(","Actor":{"ID":")", id,
+                                          R"(","Attributes":{"io.kubernetes.docker.type":"container",)",
+                                          R"("io.kubernetes.sandbox.id":")", sandbox, R"("}},"timeNano":)", base + i++,
+                                          "}\n");
+    std::ostringstream chunk;
+    chunk << std::hex << line.size() << "\r\n" << line << "\r\n";
+    testhttp::WriteAll(fd, chunk.str());
+  }
+  char c;
+  while (::read(fd, &c, 1) > 0) {
+  }
+}
+
+TEST_F(ContainerEventsTest, StreamsOverGrpcToEachClientUntilCancelledOrStopped) {
+  docker_.version.api_version = "1.41";
+  const std::string app = RunContainer("app");
+  std::atomic<bool> go{false};
+  testhttp::UnixHttpServer dockerd([&](int fd, int) { ServeEvents(fd, go, sandbox_id_, app); });
+  events::HubOptions options;
+  options.docker_socket_path = dockerd.path();
+  events::EventHub hub(docker_, options,
+                       [this](const events::CriEvent& e) { return service_->BuildContainerEvent(ctx_, e); });
+  RuntimeServiceImpl runtime(*service_, GrpcOptions{}, &hub);
+  grpc::ServerBuilder builder;
+  builder.RegisterService(&runtime);
+  std::unique_ptr<grpc::Server> server = builder.BuildAndStart();
+  ASSERT_NE(server, nullptr);
+  auto stub = v1::RuntimeService::NewStub(server->InProcessChannel(grpc::ChannelArguments()));
+
+  grpc::ClientContext reading, leaving;
+  auto reader = stub->GetContainerEvents(&reading, v1::GetEventsRequest());
+  auto leaver = stub->GetContainerEvents(&leaving, v1::GetEventsRequest());
+  reader->WaitForInitialMetadata();
+  leaver->WaitForInitialMetadata();
+  leaving.TryCancel();  // unsubscribes; the other stream goes on
+  EXPECT_EQ(leaver->Finish().error_code(), grpc::StatusCode::CANCELLED);
+  go = true;
+
+  std::vector<v1::ContainerEventType> types;
+  v1::ContainerEventResponse event;
+  while (types.size() < 3 && reader->Read(&event)) {
+    types.push_back(event.container_event_type());
+    EXPECT_EQ(event.container_id(), app);
+    EXPECT_EQ(event.pod_sandbox_status().id(), sandbox_id_);
+    EXPECT_EQ(event.containers_statuses_size(), 1);
+  }
+  EXPECT_THAT(types, ::testing::ElementsAre(v1::CONTAINER_CREATED_EVENT, v1::CONTAINER_STARTED_EVENT,
+                                            v1::CONTAINER_STOPPED_EVENT));
+  hub.Stop();  // as on SIGTERM: the open stream ends
+  EXPECT_FALSE(reader->Read(&event));
+  grpc::Status end = reader->Finish();
+  EXPECT_EQ(end.error_code(), grpc::StatusCode::UNAVAILABLE) << end.error_message();
+  server->Shutdown();
+}
+
+TEST_F(ContainerEventsTest, WithoutAHubTheRpcIsUnimplemented) {
+  RuntimeServiceImpl runtime(*service_, GrpcOptions{});
+  grpc::ServerBuilder builder;
+  builder.RegisterService(&runtime);
+  std::unique_ptr<grpc::Server> server = builder.BuildAndStart();
+  ASSERT_NE(server, nullptr);
+  auto stub = v1::RuntimeService::NewStub(server->InProcessChannel(grpc::ChannelArguments()));
+  grpc::ClientContext context;
+  auto reader = stub->GetContainerEvents(&context, v1::GetEventsRequest());
+  v1::ContainerEventResponse event;
+  EXPECT_FALSE(reader->Read(&event));
+  EXPECT_EQ(reader->Finish().error_code(), grpc::StatusCode::UNIMPLEMENTED);
+  server->Shutdown();
 }
 
 }  // namespace
