@@ -16,6 +16,7 @@
 #include "common/strings.h"
 #include "dockerclient/api_version.h"
 #include "dockerclient/errors.h"
+#include "dockerclient/escape.h"
 #include "dockerclient/stdcopy.h"
 
 namespace dockerclient {
@@ -33,24 +34,6 @@ constexpr int kListCatchUpAttempts = 100;
 constexpr absl::Duration kListCatchUpInterval = absl::Milliseconds(5);
 // dockerd starts an export's stream only once it has mounted the container's layers.
 constexpr absl::Duration kExportIdleTimeout = absl::Minutes(2);
-
-// Percent-encodes all but RFC 3986 unreserved characters and those in `keep`; for
-// path segments and query values.
-std::string Escape(std::string_view s, std::string_view keep = {}) {
-  static constexpr char kHex[] = "0123456789ABCDEF";
-  std::string out;
-  for (const char ch : s) {
-    const auto c = static_cast<unsigned char>(ch);
-    if (absl::ascii_isalnum(c) || c == '-' || c == '.' || c == '_' || c == '~' || keep.find(ch) != keep.npos) {
-      out += ch;
-    } else {
-      out += '%';
-      out += kHex[c >> 4];
-      out += kHex[c & 15];
-    }
-  }
-  return out;
-}
 
 // Docker's IDs and names are [a-zA-Z0-9][a-zA-Z0-9_.-]*: anything else (a path such as
 // "../../x", which Docker would answer with a redirect) names nothing it has.

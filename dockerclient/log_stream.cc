@@ -2,129 +2,17 @@
 
 #include <utility>
 
-#include <boost/asio/post.hpp>
-
 #include "absl/strings/str_cat.h"
-#include "dockerclient/errors.h"
 
 namespace dockerclient {
 
-namespace asio = boost::asio;
-namespace http = boost::beast::http;
-using ErrorCode = boost::system::error_code;
-
-namespace {
-
-constexpr std::size_t kChunkSize = 64 << 10;
-constexpr std::size_t kMaxErrorBody = 64 << 10;
-
-std::string LogsTarget(const LogStreamOptions& o) {
+LogStream::LogStream(boost::asio::any_io_executor executor, const LogStreamOptions& o, OnData on_data, OnEnd on_end) {
   std::string target = absl::StrCat("/v", o.api_version, "/containers/", o.container_id,
                                     "/logs?stdout=1&stderr=1&timestamps=1&follow=", o.follow ? 1 : 0);
   if (!o.since.empty()) absl::StrAppend(&target, "&since=", o.since);
-  return target;
-}
-
-}  // namespace
-
-LogStream::LogStream(asio::any_io_executor executor, LogStreamOptions options, OnData on_data, OnEnd on_end)
-    : options_(std::move(options)),
-      on_data_(std::move(on_data)),
-      on_end_(std::move(on_end)),
-      socket_(std::move(executor)),
-      request_(http::verb::get, LogsTarget(options_), 11),
-      chunk_(kChunkSize) {
-  request_.set(http::field::host, "docker");
-  request_.set(http::field::user_agent, "dockershim");
-  parser_.body_limit(boost::none);  // a followed log has no end
-}
-
-void LogStream::Start() {
-  socket_.async_connect(asio::local::stream_protocol::endpoint(options_.socket_path),
-                        [self = shared_from_this()](ErrorCode ec) { self->OnConnected(ec); });
-}
-
-void LogStream::OnConnected(ErrorCode ec) {
-  if (ended_) return;
-  if (ec) return End(ConnectError(absl::StrCat("unix://", options_.socket_path), ec.message()));
-  http::async_write(socket_, request_, [self = shared_from_this()](ErrorCode ec, std::size_t) {
-    if (self->ended_) return;
-    if (ec) return self->End(absl::UnavailableError(absl::StrCat("send logs request: ", ec.message())));
-    http::async_read_header(self->socket_, self->buffer_, self->parser_,
-                            [self](ErrorCode ec, std::size_t) { self->OnHeader(ec); });
-  });
-}
-
-void LogStream::OnHeader(ErrorCode ec) {
-  if (ended_) return;
-  if (ec) return End(absl::UnavailableError(absl::StrCat("read logs response: ", ec.message())));
-  if (parser_.get().result_int() != 200) return ReadErrorBody();
-  ReadBody();
-}
-
-void LogStream::ReadBody() {
-  if (parser_.is_done()) return End(absl::OkStatus());
-  parser_.get().body().data = chunk_.data();
-  parser_.get().body().size = chunk_.size();
-  http::async_read_some(socket_, buffer_, parser_, [self = shared_from_this()](ErrorCode ec, std::size_t) {
-    if (self->ended_) return;
-    if (ec == http::error::need_buffer) ec = {};
-    if (ec) {
-      // dockerd ends a followed log by ending the chunked body; a dropped connection
-      // is dockerd going away.
-      if (ec == http::error::end_of_stream && self->parser_.is_done()) return self->End(absl::OkStatus());
-      return self->End(absl::UnavailableError(absl::StrCat("read log stream: ", ec.message())));
-    }
-    if (absl::Status parsed = self->ParseBuffered(); !parsed.ok()) return self->End(std::move(parsed));
-    const std::size_t n = self->chunk_.size() - self->parser_.get().body().size;
-    if (n > 0) self->on_data_(std::string_view(self->chunk_.data(), n));
-    self->ReadBody();
-  });
-}
-
-// dockerd sends each log message as a chunk of its own, and a read returns after one
-// chunk: the chunks already read are parsed too, without waiting for more bytes, so a
-// fast writer is handed on in pieces of up to kChunkSize, not message by message.
-absl::Status LogStream::ParseBuffered() {
-  while (!parser_.is_done() && parser_.get().body().size > 0 && buffer_.size() > 0) {
-    ErrorCode ec;
-    const std::size_t used = parser_.put(buffer_.data(), ec);
-    buffer_.consume(used);
-    if (ec == http::error::need_more || ec == http::error::need_buffer || (!ec && used == 0)) break;
-    if (ec) return absl::UnavailableError(absl::StrCat("read log stream: ", ec.message()));
-  }
-  return absl::OkStatus();
-}
-
-void LogStream::ReadErrorBody() {
-  if (parser_.is_done() || error_body_.size() >= kMaxErrorBody) {
-    return End(HttpError(static_cast<int>(parser_.get().result_int()), error_body_,
-                         absl::StrCat("follow the log of container ", options_.container_id)));
-  }
-  parser_.get().body().data = chunk_.data();
-  parser_.get().body().size = chunk_.size();
-  http::async_read_some(socket_, buffer_, parser_, [self = shared_from_this()](ErrorCode ec, std::size_t) {
-    if (self->ended_) return;
-    if (ec == http::error::need_buffer) ec = {};
-    self->error_body_.append(self->chunk_.data(), self->chunk_.size() - self->parser_.get().body().size);
-    if (ec) {
-      return self->End(HttpError(static_cast<int>(self->parser_.get().result_int()), self->error_body_,
-                                 absl::StrCat("follow the log of container ", self->options_.container_id)));
-    }
-    self->ReadErrorBody();
-  });
-}
-
-void LogStream::Cancel() {
-  asio::post(socket_.get_executor(), [self = shared_from_this()] { self->End(absl::CancelledError("log copy stopped")); });
-}
-
-void LogStream::End(absl::Status status) {
-  if (ended_) return;
-  ended_ = true;
-  ErrorCode ignored;
-  socket_.close(ignored);
-  if (auto on_end = std::move(on_end_)) on_end(std::move(status));
+  body_ = std::make_shared<BodyStream>(std::move(executor), o.socket_path, std::move(target),
+                                       absl::StrCat("follow the log of container ", o.container_id),
+                                       std::move(on_data), std::move(on_end));
 }
 
 }  // namespace dockerclient

@@ -5,7 +5,7 @@
 // RPC family: runtime_info.cc, images.cc, image_pull.cc, image_fs_info.cc,
 // sandbox_run.cc, sandbox_stop_remove.cc, sandbox_status.cc, container_lifecycle.cc,
 // container_status.cc, exec_sync.cc, streaming_rpcs.cc, container_stats.cc,
-// sandbox_stats.cc, metrics.cc, sandbox_resources.cc.
+// sandbox_stats.cc, metrics.cc, sandbox_resources.cc, container_events.cc.
 #include <atomic>
 #include <functional>
 #include <map>
@@ -36,6 +36,10 @@ class WritableLayerCollector;
 
 namespace shim::imagevolumes {
 class ImageVolumes;
+}  // namespace shim::imagevolumes
+
+namespace shim::events {
+struct CriEvent;
 }
 
 namespace shim {
@@ -169,6 +173,9 @@ class CriService {
   // sandbox_resources.cc
   absl::StatusOr<v1::UpdatePodSandboxResourcesResponse> UpdatePodSandboxResources(
       const common::Context& ctx, const v1::UpdatePodSandboxResourcesRequest& req);
+  // container_events.cc: a GetContainerEvents message. What cannot be read (the pod or
+  // a container is gone) is left out; for a deleted pod, its ID and metadata remain.
+  v1::ContainerEventResponse BuildContainerEvent(const common::Context& ctx, const events::CriEvent& event);
 
  private:
   // Docker's /info changes rarely; cached briefly (and shared, not copied: it holds

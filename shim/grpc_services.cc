@@ -1,8 +1,12 @@
 #include "shim/grpc_services.h"
 
 #include <chrono>
+#include <memory>
+#include <mutex>
+#include <optional>
 
 #include "common/log.h"
+#include "shim/events/event_hub.h"
 
 namespace shim {
 
@@ -61,6 +65,102 @@ grpc::Status Unimplemented(const char* name) {
   return grpc::Status(grpc::StatusCode::UNIMPLEMENTED,
                       std::string(name) + " is not implemented by dockershim yet");
 }
+
+// One GetContainerEvents stream: writes its subscription's events one at a time, the
+// next once the previous write completed, on gRPC's callback threads. The state is
+// shared with the hub's wake-ups, which may come after the stream finished; gRPC runs
+// no write completion inline, so writes start under the state's lock, while Finish
+// (whose completion may run inline and delete the reactor) is called outside it.
+class EventsReactor final : public grpc::ServerWriteReactor<v1::ContainerEventResponse> {
+ public:
+  explicit EventsReactor(events::EventHub& hub) : hub_(hub), state_(std::make_shared<State>()) {
+    state_->reactor = this;
+    std::weak_ptr<State> weak = state_;
+    std::shared_ptr<events::Subscription> subscription = hub.Subscribe([weak] {
+      if (auto state = weak.lock()) Pump(*state);
+    });
+    {
+      std::lock_guard lock(state_->mu);
+      state_->subscription = std::move(subscription);
+    }
+    // The client knows it is subscribed once the headers came.
+    StartSendInitialMetadata();
+    Pump(*state_);
+  }
+
+  void OnWriteDone(bool ok) override {
+    {
+      std::lock_guard lock(state_->mu);
+      state_->writing = false;
+      state_->current.reset();
+      if (!ok) state_->broken = true;
+    }
+    Pump(*state_);
+  }
+
+  void OnCancel() override {
+    {
+      std::lock_guard lock(state_->mu);
+      state_->broken = true;
+    }
+    Pump(*state_);
+  }
+
+  void OnDone() override {
+    std::shared_ptr<events::Subscription> subscription;
+    {
+      std::lock_guard lock(state_->mu);
+      subscription = state_->subscription;
+    }
+    hub_.Unsubscribe(subscription);
+    delete this;
+  }
+
+ private:
+  struct State {
+    std::mutex mu;
+    EventsReactor* reactor = nullptr;  // alive until OnDone, which follows Finish
+    std::shared_ptr<events::Subscription> subscription;
+    events::Event current;  // being written
+    bool writing = false, broken = false, finished = false;
+  };
+
+  // Starts the next write, or finishes once the subscription ended or the client left.
+  static void Pump(State& s) {
+    grpc::Status finish;
+    EventsReactor* reactor;
+    {
+      std::lock_guard lock(s.mu);
+      if (s.finished || s.writing || !s.subscription) return;
+      if (s.broken) {
+        finish = grpc::Status(grpc::StatusCode::CANCELLED, "the client closed the stream");
+      } else {
+        events::Subscription::Next next = s.subscription->Pop();
+        if (next.event) {
+          s.current = std::move(next.event);
+          s.writing = true;
+          s.reactor->StartWrite(s.current.get());
+          return;
+        }
+        if (!next.end) return;
+        finish = ToGrpcStatus(*next.end);
+      }
+      s.finished = true;
+      reactor = s.reactor;
+    }
+    reactor->Finish(finish);
+  }
+
+  events::EventHub& hub_;
+  const std::shared_ptr<State> state_;
+};
+
+// A stream that ends at once with `status`.
+class FinishedReactor final : public grpc::ServerWriteReactor<v1::ContainerEventResponse> {
+ public:
+  explicit FinishedReactor(const grpc::Status& status) { Finish(status); }
+  void OnDone() override { delete this; }
+};
 
 }  // namespace
 
@@ -213,9 +313,11 @@ grpc::Status RuntimeServiceImpl::CheckpointContainer(grpc::ServerContext* ctx, c
   return Unimplemented("CheckpointContainer");
 }
 
-grpc::Status RuntimeServiceImpl::GetContainerEvents(grpc::ServerContext* ctx, const v1::GetEventsRequest* req, grpc::ServerWriter<v1::ContainerEventResponse>* writer) {
-  return Unimplemented("GetContainerEvents");
+grpc::ServerWriteReactor<v1::ContainerEventResponse>* RuntimeServiceImpl::GetContainerEvents(grpc::CallbackServerContext*, const v1::GetEventsRequest*) {
+  if (!events_) return new FinishedReactor(Unimplemented("GetContainerEvents"));
+  return new EventsReactor(*events_);
 }
+
 
 grpc::Status RuntimeServiceImpl::ListMetricDescriptors(grpc::ServerContext* ctx, const v1::ListMetricDescriptorsRequest* req, v1::ListMetricDescriptorsResponse* resp) {
   return Handle("ListMetricDescriptors", Bounded(ctx, options_), *req, resp, [&](const common::Context& c, const auto& r) { return service_.ListMetricDescriptors(c, r); });

@@ -7,6 +7,10 @@
 #include "api/cri.h"
 #include "shim/cri_service.h"
 
+namespace shim::events {
+class EventHub;
+}
+
 namespace shim {
 
 // Bounds every call; PullImage is bounded by the pull progress deadline instead.
@@ -16,9 +20,14 @@ struct GrpcOptions {
 
 grpc::Status ToGrpcStatus(const absl::Status& status);
 
-class RuntimeServiceImpl final : public v1::RuntimeService::Service {
+// GetContainerEvents, endless, uses gRPC's callback API so that its streams pin no
+// thread of the sync pool; the others are sync.
+class RuntimeServiceImpl final
+    : public v1::RuntimeService::WithCallbackMethod_GetContainerEvents<v1::RuntimeService::Service> {
  public:
-  RuntimeServiceImpl(CriService& service, GrpcOptions options) : service_(service), options_(options) {}
+  // Without `events`, GetContainerEvents answers UNIMPLEMENTED.
+  RuntimeServiceImpl(CriService& service, GrpcOptions options, events::EventHub* events = nullptr)
+      : service_(service), options_(options), events_(events) {}
 
   grpc::Status Version(grpc::ServerContext* ctx, const v1::VersionRequest* req, v1::VersionResponse* resp) override;
   grpc::Status RunPodSandbox(grpc::ServerContext* ctx, const v1::RunPodSandboxRequest* req, v1::RunPodSandboxResponse* resp) override;
@@ -49,7 +58,7 @@ class RuntimeServiceImpl final : public v1::RuntimeService::Service {
   grpc::Status UpdateRuntimeConfig(grpc::ServerContext* ctx, const v1::UpdateRuntimeConfigRequest* req, v1::UpdateRuntimeConfigResponse* resp) override;
   grpc::Status Status(grpc::ServerContext* ctx, const v1::StatusRequest* req, v1::StatusResponse* resp) override;
   grpc::Status CheckpointContainer(grpc::ServerContext* ctx, const v1::CheckpointContainerRequest* req, v1::CheckpointContainerResponse* resp) override;
-  grpc::Status GetContainerEvents(grpc::ServerContext* ctx, const v1::GetEventsRequest* req, grpc::ServerWriter<v1::ContainerEventResponse>* writer) override;
+  grpc::ServerWriteReactor<v1::ContainerEventResponse>* GetContainerEvents(grpc::CallbackServerContext* ctx, const v1::GetEventsRequest* req) override;
   grpc::Status ListMetricDescriptors(grpc::ServerContext* ctx, const v1::ListMetricDescriptorsRequest* req, v1::ListMetricDescriptorsResponse* resp) override;
   grpc::Status ListPodSandboxMetrics(grpc::ServerContext* ctx, const v1::ListPodSandboxMetricsRequest* req, v1::ListPodSandboxMetricsResponse* resp) override;
   grpc::Status StreamPodSandboxMetrics(grpc::ServerContext* ctx, const v1::StreamPodSandboxMetricsRequest* req, grpc::ServerWriter<v1::StreamPodSandboxMetricsResponse>* writer) override;
@@ -59,6 +68,7 @@ class RuntimeServiceImpl final : public v1::RuntimeService::Service {
  private:
   CriService& service_;
   GrpcOptions options_;
+  events::EventHub* events_;
 };
 
 class ImageServiceImpl final : public v1::ImageService::Service {

@@ -13,6 +13,7 @@
 #include "common/signals.h"
 #include "dockerclient/docker_client_impl.h"
 #include "shim/cri_service.h"
+#include "shim/events/event_hub.h"
 #include "shim/grpc_services.h"
 #include "shim/network/cni_network.h"
 #include "shim/network/docker_bridge.h"
@@ -168,7 +169,13 @@ int main(int argc, char** argv) {
     LOG_ERROR << "cannot prepare " << options.root_directory << ": " << s.message();
     return 1;
   }
-  shim::RuntimeServiceImpl runtime_service(service, grpc_options);
+  // GetContainerEvents: one Docker events stream shared by every subscriber.
+  shim::events::HubOptions hub_options;
+  hub_options.docker_socket_path = DockerSocketPath(f.docker_endpoint);
+  shim::events::EventHub events(**docker, hub_options, [&service](const shim::events::CriEvent& event) {
+    return service.BuildContainerEvent(common::Context::WithTimeout(absl::Seconds(30)), event);
+  });
+  shim::RuntimeServiceImpl runtime_service(service, grpc_options, &events);
   shim::ImageServiceImpl image_service(service, grpc_options);
 
   // A socket file left by a previous run would make bind fail.
@@ -196,6 +203,8 @@ int main(int argc, char** argv) {
 
   const char* sig = common::WaitForStopSignal();
   LOG_INFO << "received SIG" << sig << ", finishing in-flight calls";
+  // Event streams never end by themselves: ended first, they do not hold up the shutdown.
+  events.Stop();
   // In-flight calls get a bounded grace period; then they are cancelled.
   server->Shutdown(std::chrono::system_clock::now() + std::chrono::seconds(10));
   server->Wait();

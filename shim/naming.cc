@@ -108,6 +108,16 @@ absl::StatusOr<runtime::v1::PodSandboxMetadata> ParseSandboxName(const std::stri
   return metadata;
 }
 
+runtime::v1::PodSandboxMetadata SandboxMetadataOf(const std::string& name,
+                                                  const std::map<std::string, std::string>& labels) {
+  if (auto parsed = ParseSandboxName(name); parsed.ok()) return *parsed;
+  runtime::v1::PodSandboxMetadata md;
+  md.set_name(LabelValue(labels, kPodNameLabel));
+  md.set_namespace_(LabelValue(labels, kPodNamespaceLabel));
+  md.set_uid(LabelValue(labels, kPodUidLabel));
+  return md;
+}
+
 absl::StatusOr<ParsedContainerName> ParseContainerName(const std::string& name) {
   ASSIGN_OR_RETURN(NameParts parts,
                    SplitName(name, "container", "k8s_<container>_<pod>_<namespace>_<uid>_<attempt>"));

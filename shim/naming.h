@@ -32,6 +32,9 @@ std::string MakeSandboxName(const runtime::v1::PodSandboxMetadata& metadata);
 // Accepts names with or without Docker's leading '/'. INVALID_ARGUMENT when the
 // name is not one of ours (e.g. a container not created by a CRI shim).
 absl::StatusOr<runtime::v1::PodSandboxMetadata> ParseSandboxName(const std::string& name);
+// A sandbox's metadata from its name, or from the kubelet's labels when the name is not ours.
+runtime::v1::PodSandboxMetadata SandboxMetadataOf(const std::string& name,
+                                                  const std::map<std::string, std::string>& labels);
 
 // The container's attempt goes into the name; the pod's attempt does not.
 std::string MakeContainerName(const runtime::v1::PodSandboxMetadata& sandbox,

@@ -16,20 +16,6 @@
 
 namespace shim {
 
-namespace {
-
-// Metadata from the name, or from kubelet's labels when the name is not ours.
-v1::PodSandboxMetadata SandboxMetadata(const std::string& name, const dockerclient::Labels& labels) {
-  if (auto parsed = ParseSandboxName(name); parsed.ok()) return *parsed;
-  v1::PodSandboxMetadata md;
-  md.set_name(LabelValue(labels, kPodNameLabel));
-  md.set_namespace_(LabelValue(labels, kPodNamespaceLabel));
-  md.set_uid(LabelValue(labels, kPodUidLabel));
-  return md;
-}
-
-}  // namespace
-
 CriService::ImageFacts CriService::FactsOfImage(const common::Context& ctx, const std::string& image_id) {
   // Labels never change for an image ID; its repo digests (in image_ref) may, so
   // entries are refreshed now and then.
@@ -72,7 +58,7 @@ absl::StatusOr<v1::PodSandboxStatusResponse> CriService::PodSandboxStatus(const 
   v1::PodSandboxStatusResponse resp;
   v1::PodSandboxStatus& status = *resp.mutable_status();
   status.set_id(sandbox.id);
-  *status.mutable_metadata() = SandboxMetadata(sandbox.name, sandbox.labels);
+  *status.mutable_metadata() = SandboxMetadataOf(sandbox.name, sandbox.labels);
   status.set_state(sandbox.state.running ? v1::SANDBOX_READY : v1::SANDBOX_NOTREADY);
   status.set_created_at(DockerTimeToNanos(sandbox.created));
   SplitLabels(WithoutLabelsOf(FactsOfImage(ctx, sandbox.image), sandbox.labels), status.mutable_labels(),
@@ -128,7 +114,7 @@ absl::StatusOr<v1::ListPodSandboxResponse> CriService::ListPodSandbox(const comm
   for (const auto& c : containers) {
     const std::string name = c.names.empty() ? "" : c.names.front();
     v1::PodSandbox sandbox;
-    *sandbox.mutable_metadata() = SandboxMetadata(name, c.labels);
+    *sandbox.mutable_metadata() = SandboxMetadataOf(name, c.labels);
     if (sandbox.metadata().name().empty()) {
       LOG_DEBUG << "skipping container " << c.id << ": labelled as a sandbox but not named like one";
       continue;

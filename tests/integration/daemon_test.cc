@@ -14,6 +14,7 @@
 #include <cstdlib>
 #include <filesystem>
 #include <fstream>
+#include <mutex>
 #include <sstream>
 #include <thread>
 
@@ -347,6 +348,164 @@ TEST_F(DaemonTest, RotationByRenameAndReopenContainerLogLosesNoLine) {
   v1::ReopenContainerLogResponse reopened;
   EXPECT_EQ(runtime->ReopenContainerLog(Ctx().get(), reopen, &reopened).error_code(),
             grpc::StatusCode::FAILED_PRECONDITION);
+}
+
+// One GetContainerEvents stream read on its own thread until cancelled.
+class EventWatch {
+ public:
+  explicit EventWatch(const std::shared_ptr<grpc::Channel>& channel)
+      : stub_(v1::RuntimeService::NewStub(channel)) {
+    ctx_.set_deadline(std::chrono::system_clock::now() + std::chrono::minutes(3));
+    reader_ = stub_->GetContainerEvents(&ctx_, v1::GetEventsRequest());
+    reader_->WaitForInitialMetadata();  // subscribed
+    thread_ = std::thread([this] {
+      v1::ContainerEventResponse event;
+      while (reader_->Read(&event)) {
+        std::lock_guard lock(mu_);
+        events_.push_back(event);
+      }
+    });
+  }
+  ~EventWatch() {
+    ctx_.TryCancel();
+    thread_.join();
+    reader_->Finish();
+  }
+  // The events of `id`, once `done` says they are complete (or after 60 s).
+  std::vector<v1::ContainerEventResponse> Of(const std::string& id,
+                                             const std::function<bool(const std::vector<v1::ContainerEventResponse>&)>& done) {
+    const auto until = std::chrono::steady_clock::now() + std::chrono::seconds(60);
+    for (;;) {
+      std::vector<v1::ContainerEventResponse> of;
+      {
+        std::lock_guard lock(mu_);
+        for (const auto& e : events_) {
+          if (e.container_id() == id) of.push_back(e);
+        }
+      }
+      if (done(of) || std::chrono::steady_clock::now() > until) return of;
+      std::this_thread::sleep_for(std::chrono::milliseconds(20));
+    }
+  }
+
+ private:
+  std::unique_ptr<v1::RuntimeService::Stub> stub_;
+  grpc::ClientContext ctx_;
+  std::unique_ptr<grpc::ClientReader<v1::ContainerEventResponse>> reader_;
+  std::mutex mu_;
+  std::vector<v1::ContainerEventResponse> events_;
+  std::thread thread_;
+};
+
+std::vector<std::string> Types(const std::vector<v1::ContainerEventResponse>& events) {
+  std::vector<std::string> types;
+  for (const auto& e : events) types.push_back(v1::ContainerEventType_Name(e.container_event_type()));
+  return types;
+}
+
+bool HasDeleted(const std::vector<v1::ContainerEventResponse>& events) {
+  return !events.empty() && events.back().container_event_type() == v1::CONTAINER_DELETED_EVENT;
+}
+
+TEST_F(DaemonTest, ContainerEventsReachEverySubscriberInOrderWithThePodsStatus) {
+  Daemon d(dir_, ServeArgs());
+  ASSERT_TRUE(WaitForSocket()) << d.Stderr();
+  EventWatch first(Channel()), second(Channel());
+
+  // Statuses are read when the shim sends an event: each step waits for its event, so
+  // that the statuses checked below are the step's.
+  const auto await = [&](const std::string& id, size_t count) {
+    for (EventWatch* watch : {&first, &second}) {
+      watch->Of(id, [count](const auto& events) { return events.size() >= count; });
+    }
+  };
+  auto runtime = v1::RuntimeService::NewStub(Channel());
+  v1::PodSandboxConfig pod;
+  pod.mutable_metadata()->set_name("events");
+  pod.mutable_metadata()->set_namespace_(kLogNamespace);
+  const std::string uid = dir_.filename().string();  // unique per test and run
+  pod.mutable_metadata()->set_uid(uid);
+  pod.mutable_linux();
+  v1::RunPodSandboxRequest run;
+  *run.mutable_config() = pod;
+  v1::RunPodSandboxResponse ran;
+  ASSERT_TRUE(runtime->RunPodSandbox(Ctx().get(), run, &ran).ok());
+  const std::string sandbox = ran.pod_sandbox_id();
+  await(sandbox, 2);  // created, started
+
+  v1::CreateContainerRequest create;
+  create.set_pod_sandbox_id(sandbox);
+  *create.mutable_sandbox_config() = pod;
+  create.mutable_config()->mutable_metadata()->set_name("app");
+  create.mutable_config()->mutable_image()->set_image(testenv::BusyboxImage());
+  for (const char* part : {"sleep", "300"}) create.mutable_config()->add_command(part);
+  create.mutable_config()->mutable_linux();
+  v1::CreateContainerResponse created;
+  ASSERT_TRUE(runtime->CreateContainer(Ctx().get(), create, &created).ok());
+  const std::string id = created.container_id();
+  await(id, 1);
+  v1::StartContainerRequest start;
+  start.set_container_id(id);
+  v1::StartContainerResponse started;
+  ASSERT_TRUE(runtime->StartContainer(Ctx().get(), start, &started).ok());
+  await(id, 2);
+  v1::StopContainerRequest stop;
+  stop.set_container_id(id);
+  stop.set_timeout(0);
+  v1::StopContainerResponse stopped;
+  ASSERT_TRUE(runtime->StopContainer(Ctx().get(), stop, &stopped).ok());
+  await(id, 3);
+  v1::RemoveContainerRequest remove;
+  remove.set_container_id(id);
+  v1::RemoveContainerResponse removed;
+  ASSERT_TRUE(runtime->RemoveContainer(Ctx().get(), remove, &removed).ok());
+  await(id, 4);
+  v1::StopPodSandboxRequest stop_pod;
+  stop_pod.set_pod_sandbox_id(sandbox);
+  v1::StopPodSandboxResponse pod_stopped;
+  ASSERT_TRUE(runtime->StopPodSandbox(Ctx().get(), stop_pod, &pod_stopped).ok());
+  await(sandbox, 3);
+  v1::RemovePodSandboxRequest remove_pod;
+  remove_pod.set_pod_sandbox_id(sandbox);
+  v1::RemovePodSandboxResponse pod_removed;
+  ASSERT_TRUE(runtime->RemovePodSandbox(Ctx().get(), remove_pod, &pod_removed).ok());
+
+  const std::vector<std::string> kLifecycle = {"CONTAINER_CREATED_EVENT", "CONTAINER_STARTED_EVENT",
+                                               "CONTAINER_STOPPED_EVENT", "CONTAINER_DELETED_EVENT"};
+  for (EventWatch* watch : {&first, &second}) {
+    const std::vector<v1::ContainerEventResponse> events = watch->Of(id, HasDeleted);
+    ASSERT_EQ(Types(events), kLifecycle);
+    for (const auto& e : events) {
+      EXPECT_EQ(e.pod_sandbox_status().id(), sandbox) << e.DebugString();
+      EXPECT_EQ(e.pod_sandbox_status().metadata().uid(), uid);
+      EXPECT_EQ(e.pod_sandbox_status().state(), v1::SANDBOX_READY);
+      EXPECT_GT(e.created_at(), 0);
+    }
+    for (size_t i = 1; i < events.size(); ++i) EXPECT_GE(events[i].created_at(), events[i - 1].created_at());
+    // The pod's containers as each event left them; a deleted one is no longer there.
+    ASSERT_EQ(events[1].containers_statuses_size(), 1);
+    EXPECT_EQ(events[1].containers_statuses(0).id(), id);
+    EXPECT_EQ(events[1].containers_statuses(0).metadata().name(), "app");
+    EXPECT_EQ(events[1].containers_statuses(0).state(), v1::CONTAINER_RUNNING);
+    ASSERT_EQ(events[2].containers_statuses_size(), 1);
+    EXPECT_EQ(events[2].containers_statuses(0).state(), v1::CONTAINER_EXITED);
+    EXPECT_EQ(events[3].containers_statuses_size(), 0);
+
+    // The pod's own events carry its ID; the last one its ID and metadata only.
+    const std::vector<v1::ContainerEventResponse> pod_events = watch->Of(sandbox, HasDeleted);
+    ASSERT_EQ(Types(pod_events), kLifecycle);
+    EXPECT_EQ(pod_events[1].pod_sandbox_status().state(), v1::SANDBOX_READY);
+    EXPECT_EQ(pod_events[2].pod_sandbox_status().state(), v1::SANDBOX_NOTREADY);
+    EXPECT_EQ(pod_events[3].pod_sandbox_status().id(), sandbox);
+    EXPECT_EQ(pod_events[3].pod_sandbox_status().metadata().uid(), uid);
+    EXPECT_EQ(pod_events[3].pod_sandbox_status().state(), v1::SANDBOX_NOTREADY);
+  }
+
+  // Open streams do not hold up a SIGTERM.
+  d.Signal(SIGTERM);
+  auto e = d.Wait(std::chrono::seconds(15));
+  ASSERT_TRUE(e.has_value()) << "dockershim did not exit after SIGTERM";
+  EXPECT_EQ(e->code, 0) << e->stderr_text;
 }
 
 }  // namespace

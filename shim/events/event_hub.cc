@@ -1,0 +1,191 @@
+#include "shim/events/event_hub.h"
+
+#include <algorithm>
+#include <future>
+#include <utility>
+
+#include <boost/asio/post.hpp>
+
+#include "absl/strings/str_cat.h"
+#include "common/context.h"
+#include "common/log.h"
+#include "shim/logs/cri_log.h"
+#include "shim/naming.h"
+
+namespace shim::events {
+
+namespace asio = boost::asio;
+
+namespace {
+constexpr absl::Duration kPingTimeout = absl::Seconds(5);
+// dockerd stamps an event before it takes the lock that orders them, so events of
+// different containers may come slightly out of time order: a resumed stream starts
+// this much before the newest event seen, and what it sends again is recognised.
+constexpr int64_t kResumeMarginNanos = 1000000000;
+}  // namespace
+
+Subscription::Next Subscription::Pop() {
+  std::lock_guard lock(mu_);
+  Next next;
+  if (!queue_.empty()) {
+    next.event = std::move(queue_.front());
+    queue_.pop_front();
+  } else {
+    next.end = end_;
+  }
+  return next;
+}
+
+bool Subscription::Push(Event event) {
+  bool queued = true;
+  {
+    std::lock_guard lock(mu_);
+    if (end_) return false;
+    if (queue_.size() < limit_) {
+      queue_.push_back(std::move(event));
+    } else {
+      queued = false;
+      queue_.clear();
+      end_ = absl::ResourceExhaustedError(
+          absl::StrCat("this GetContainerEvents stream fell behind by ", limit_, " events and was dropped"));
+    }
+  }
+  wake_();
+  return queued;
+}
+
+void Subscription::End(absl::Status status) {
+  {
+    std::lock_guard lock(mu_);
+    if (end_) return;
+    end_ = std::move(status);
+  }
+  wake_();
+}
+
+EventHub::EventHub(dockerclient::DockerClient& docker, HubOptions options, Builder build)
+    : docker_(docker),
+      options_(std::move(options)),
+      build_(std::move(build)),
+      work_(asio::make_work_guard(ioc_)),
+      retry_(ioc_),
+      backoff_(options_.retry_min),
+      thread_([this] { ioc_.run(); }) {}
+
+EventHub::~EventHub() { Stop(); }
+
+std::shared_ptr<Subscription> EventHub::Subscribe(std::function<void()> wake) {
+  auto subscription = std::make_shared<Subscription>(options_.queue_limit, std::move(wake));
+  std::lock_guard lock(mu_);
+  if (stopped_) {
+    std::lock_guard sub_lock(subscription->mu_);
+    subscription->end_ = absl::UnavailableError("dockershim is shutting down");
+    return subscription;
+  }
+  subscribers_.push_back(subscription);
+  if (!started_) {
+    started_ = true;
+    // From the first subscription on: the events between now and the connection come
+    // from Docker's buffer.
+    asio::post(ioc_, [this, now = absl::ToUnixNanos(absl::Now())] {
+      first_nanos_ = last_nanos_ = now;
+      Connect();
+    });
+  }
+  return subscription;
+}
+
+void EventHub::Unsubscribe(const std::shared_ptr<Subscription>& subscription) {
+  std::lock_guard lock(mu_);
+  std::erase(subscribers_, subscription);
+}
+
+void EventHub::Connect() {
+  if (halted_) return;
+  absl::StatusOr<std::string> api = docker_.Ping(common::Context::WithTimeout(kPingTimeout));
+  if (!api.ok()) return OnStreamEnd(api.status());
+  dockerclient::EventStreamOptions options;
+  options.socket_path = options_.docker_socket_path;
+  options.api_version = *api;
+  options.labels = {kContainerTypeLabel};
+  // What Docker sends again (its `since` is inclusive) is skipped by IsNew.
+  options.since = logs::SinceParameter(std::max(first_nanos_, last_nanos_ - kResumeMarginNanos));
+  stream_ = std::make_shared<dockerclient::EventStream>(
+      ioc_.get_executor(), options, [this](dockerclient::DockerEvent event) { OnDockerEvent(std::move(event)); },
+      [this](absl::Status status) { OnStreamEnd(std::move(status)); });
+  stream_->Start();
+}
+
+bool EventHub::IsNew(const dockerclient::DockerEvent& event) {
+  last_nanos_ = std::max(last_nanos_, event.time_nano);
+  const bool added = recent_[event.time_nano].insert(absl::StrCat(event.id, " ", event.action)).second;
+  // Only the events a resumed stream can send again are remembered.
+  recent_.erase(recent_.begin(), recent_.lower_bound(last_nanos_ - kResumeMarginNanos));
+  return added;
+}
+
+void EventHub::OnDockerEvent(dockerclient::DockerEvent event) {
+  if (halted_ || !IsNew(event)) return;
+  backoff_ = options_.retry_min;
+  std::optional<CriEvent> cri = ToCriEvent(event);
+  if (!cri) return;
+  {
+    std::lock_guard lock(mu_);
+    if (subscribers_.empty()) return;  // nobody to build it for
+  }
+  Publish(std::make_shared<const runtime::v1::ContainerEventResponse>(build_(*cri)));
+}
+
+void EventHub::Publish(const Event& event) {
+  std::vector<std::shared_ptr<Subscription>> subscribers;
+  {
+    std::lock_guard lock(mu_);
+    subscribers = subscribers_;
+  }
+  // Pushed without the hub's lock: a wake may take the subscriber's own locks.
+  std::vector<std::shared_ptr<Subscription>> dropped;
+  for (const auto& subscriber : subscribers) {
+    if (!subscriber->Push(event)) dropped.push_back(subscriber);
+  }
+  if (dropped.empty()) return;
+  LOG_WARN << dropped.size() << " GetContainerEvents stream(s) fell behind by " << options_.queue_limit
+           << " events; dropped";
+  std::lock_guard lock(mu_);
+  std::erase_if(subscribers_, [&](const auto& s) { return std::count(dropped.begin(), dropped.end(), s) > 0; });
+}
+
+void EventHub::OnStreamEnd(absl::Status status) {
+  stream_.reset();
+  if (halted_) return;
+  LOG_WARN << "Docker events: " << (status.ok() ? "the stream ended" : status.message()) << "; following again in "
+           << backoff_;
+  retry_.expires_after(absl::ToChronoNanoseconds(backoff_));
+  retry_.async_wait([this](boost::system::error_code ec) {
+    if (!ec) Connect();
+  });
+  backoff_ = std::min(backoff_ * 2, options_.retry_max);
+}
+
+void EventHub::Stop() {
+  std::vector<std::shared_ptr<Subscription>> subscribers;
+  {
+    std::lock_guard lock(mu_);
+    if (stopped_) return;
+    stopped_ = true;
+    subscribers.swap(subscribers_);
+  }
+  std::promise<void> done;
+  asio::post(ioc_, [this, &done] {
+    halted_ = true;
+    retry_.cancel();
+    if (stream_) stream_->Cancel();
+    done.set_value();
+  });
+  done.get_future().wait();
+  for (const auto& subscriber : subscribers) subscriber->End(absl::UnavailableError("dockershim is shutting down"));
+  work_.reset();
+  ioc_.stop();
+  thread_.join();
+}
+
+}  // namespace shim::events

@@ -1,0 +1,270 @@
+// The events hub against a scripted dockerd on a unix socket: one Docker stream fans
+// out to every subscriber, a subscriber that falls behind is dropped alone, and a
+// broken stream resumes from the last event's time without duplicates.
+#include "shim/events/event_hub.h"
+
+#include <gmock/gmock.h>
+#include <gtest/gtest.h>
+
+#include <atomic>
+#include <functional>
+#include <memory>
+#include <mutex>
+#include <sstream>
+#include <string>
+#include <vector>
+
+#include "absl/strings/str_cat.h"
+#include "absl/time/clock.h"
+#include "shim/logs/cri_log.h"
+#include "tests/unit/fake_docker_client.h"
+#include "tests/unit/test_http_server.h"
+
+namespace shim::events {
+namespace {
+
+namespace v1 = runtime::v1;
+using ::testing::ElementsAre;
+using ::testing::HasSubstr;
+
+constexpr absl::Duration kWait = absl::Seconds(10);
+constexpr std::string_view kOk = "HTTP/1.1 200 OK\r\nTransfer-Encoding: chunked\r\n\r\n";
+
+std::string Chunk(std::string_view data) {
+  std::ostringstream size;
+  size << std::hex << data.size();
+  return absl::StrCat(size.str(), "\r\n", std::string(data), "\r\n");
+}
+
+bool Eventually(const std::function<bool()>& done) {
+  const absl::Time until = absl::Now() + kWait;
+  while (absl::Now() < until) {
+    if (done()) return true;
+    absl::SleepFor(absl::Milliseconds(5));
+  }
+  return done();
+}
+
+// Event times after the hub's first subscription (it follows Docker from then on).
+const int64_t kBase = absl::ToUnixNanos(absl::Now()) + 3600 * int64_t{1000000000};
+
+std::string EventLine(const std::string& id, const std::string& action, int64_t nanos,
+                      const std::string& kind = "container") {
+  return absl::StrCat(R"({"Type":"container","Action":")", action, R"(","Actor":{"ID":")", id,
+                      R"(","Attributes":{"io.kubernetes.docker.type":")", kind,
+                      R"(","io.kubernetes.sandbox.id":"s1","name":"k8s_app_p_ns_u_0"}},"timeNano":)", nanos, "}\n");
+}
+
+// What a subscriber received, popped on every wake-up.
+struct Collector {
+  std::mutex mu;
+  std::vector<std::string> events;  // "<id> <type>"
+  std::optional<absl::Status> end;
+  std::shared_ptr<Subscription> subscription;
+  bool paused = false;  // a subscriber that never reads
+
+  void Drain() {
+    std::lock_guard lock(mu);
+    if (paused || !subscription) return;
+    for (;;) {
+      Subscription::Next next = subscription->Pop();
+      if (next.event) {
+        events.push_back(absl::StrCat(next.event->container_id(), " ",
+                                      v1::ContainerEventType_Name(next.event->container_event_type())));
+        continue;
+      }
+      if (next.end) end = next.end;
+      return;
+    }
+  }
+  std::vector<std::string> Events() {
+    std::lock_guard lock(mu);
+    return events;
+  }
+  std::optional<absl::Status> End() {
+    std::lock_guard lock(mu);
+    return end;
+  }
+};
+
+class EventHubTest : public ::testing::Test {
+ protected:
+  void SetUp() override { docker_.version.api_version = "1.41"; }
+
+  // Serves each events request with `script(fd, index)`; records the request targets.
+  void Serve(std::function<void(int fd, int index)> script, std::size_t queue_limit = 1000) {
+    server_ = std::make_unique<testhttp::UnixHttpServer>([this, script](int fd, int index) {
+      std::string buffer;
+      auto request = testhttp::ReadRequest(fd, buffer);
+      if (!request) return;
+      {
+        std::lock_guard<std::mutex> lock(mu_);
+        targets_.push_back(request->target);
+      }
+      script(fd, index);
+    });
+    HubOptions options;
+    options.docker_socket_path = server_->path();
+    options.queue_limit = queue_limit;
+    options.retry_min = absl::Milliseconds(20);
+    options.retry_max = absl::Milliseconds(100);
+    hub_ = std::make_unique<EventHub>(docker_, options, [this](const CriEvent& e) {
+      ++built_;
+      v1::ContainerEventResponse resp;
+      resp.set_container_id(e.container_id);
+      resp.set_container_event_type(e.type);
+      resp.set_created_at(e.created_at);
+      return resp;
+    });
+  }
+
+  // The collector lives as long as the hub, whose wake-ups reach it until Stop.
+  Collector* Subscribe() {
+    Collector* raw = collectors_.emplace_back(std::make_unique<Collector>()).get();
+    auto subscription = hub_->Subscribe([raw] { raw->Drain(); });
+    {
+      std::lock_guard lock(raw->mu);
+      raw->subscription = subscription;
+    }
+    raw->Drain();
+    return raw;
+  }
+
+  std::vector<std::string> Targets() {
+    std::lock_guard<std::mutex> lock(mu_);
+    return targets_;
+  }
+
+  // Keeps the connection open until the hub closes it.
+  static void Hold(int fd) {
+    char c;
+    while (::read(fd, &c, 1) > 0) {
+    }
+  }
+
+  testing_fakes::FakeDockerClient docker_;
+  std::unique_ptr<testhttp::UnixHttpServer> server_;
+  std::vector<std::unique_ptr<Collector>> collectors_;
+  std::unique_ptr<EventHub> hub_;
+  std::atomic<int> built_{0};
+  std::mutex mu_;
+  std::vector<std::string> targets_;
+};
+
+TEST_F(EventHubTest, FansOutEveryCriEventToEverySubscriber) {
+  std::atomic<bool> go{false};
+  Serve([&](int fd, int) {
+    testhttp::WriteAll(fd, kOk);
+    while (!go) absl::SleepFor(absl::Milliseconds(1));
+    // Split mid-line, with a malformed line and events that are not the CRI's.
+    const std::string body =
+        absl::StrCat(EventLine("c1", "create", kBase + 1), "{not json\n", EventLine("c1", "exec_create: sh", kBase + 2),
+                     EventLine("c1", "start", kBase + 3), EventLine("x1", "start", kBase + 4, "other"),
+                     EventLine("s1", "die", kBase + 5, "podsandbox"));
+    testhttp::WriteAll(fd, Chunk(body.substr(0, 50)));
+    testhttp::WriteAll(fd, Chunk(body.substr(50)));
+    Hold(fd);
+  });
+  auto a = Subscribe(), b = Subscribe(), c = Subscribe();
+  go = true;
+  for (Collector* s : {a, b, c}) {
+    EXPECT_TRUE(Eventually([&] { return s->Events().size() == 3; }));
+    EXPECT_THAT(s->Events(), ElementsAre("c1 CONTAINER_CREATED_EVENT", "c1 CONTAINER_STARTED_EVENT",
+                                         "s1 CONTAINER_STOPPED_EVENT"));
+  }
+  EXPECT_EQ(built_, 3);  // once per event, not per subscriber
+  ASSERT_EQ(Targets().size(), 1u);  // one Docker stream for all
+  EXPECT_THAT(Targets()[0], HasSubstr("/v1.41/events?filters="));
+  EXPECT_THAT(Targets()[0], HasSubstr("%22type%22%3A%5B%22container%22%5D"));
+  EXPECT_THAT(Targets()[0], HasSubstr("%22label%22%3A%5B%22io.kubernetes.docker.type%22%5D"));
+  EXPECT_THAT(Targets()[0], HasSubstr("&since="));
+  hub_->Stop();
+  EXPECT_TRUE(Eventually([&] { return a->End().has_value(); }));
+  EXPECT_TRUE(absl::IsUnavailable(*a->End())) << *a->End();
+}
+
+TEST_F(EventHubTest, DropsASubscriberThatFallsBehindAndKeepsTheOthers) {
+  constexpr int kEvents = 20;
+  std::atomic<bool> go{false};
+  Serve(
+      [&](int fd, int) {
+        testhttp::WriteAll(fd, kOk);
+        while (!go) absl::SleepFor(absl::Milliseconds(1));
+        for (int i = 0; i < kEvents; ++i) {
+          testhttp::WriteAll(fd, Chunk(EventLine(absl::StrCat("c", i), "start", kBase + i)));
+        }
+        Hold(fd);
+      },
+      /*queue_limit=*/5);
+  auto fast = Subscribe(), slow = Subscribe();
+  {
+    std::lock_guard lock(slow->mu);
+    slow->paused = true;
+  }
+  go = true;
+  EXPECT_TRUE(Eventually([&] { return fast->Events().size() == kEvents; })) << fast->Events().size();
+  EXPECT_FALSE(fast->End().has_value());
+  {
+    std::lock_guard lock(slow->mu);
+    slow->paused = false;
+  }
+  slow->Drain();
+  ASSERT_TRUE(slow->End().has_value());
+  EXPECT_TRUE(absl::IsResourceExhausted(*slow->End())) << *slow->End();
+  EXPECT_THAT(slow->End()->message(), HasSubstr("fell behind by 5 events"));
+  EXPECT_TRUE(slow->Events().empty());  // what it had queued went with it
+  // A new subscriber after the drop still gets events on the same stream.
+  EXPECT_EQ(Targets().size(), 1u);
+}
+
+TEST_F(EventHubTest, ResumesABrokenStreamFromTheLastEventWithoutDuplicates) {
+  Serve([&](int fd, int index) {
+    testhttp::WriteAll(fd, kOk);
+    if (index == 0) {
+      // c3's event is stamped before c1's start but sent after it, as dockerd may.
+      testhttp::WriteAll(fd, Chunk(EventLine("c1", "create", kBase + 100) + EventLine("c1", "start", kBase + 200) +
+                                   EventLine("c3", "start", kBase + 150)));
+      return;  // dockerd goes away: the connection closes mid-stream
+    }
+    // From a second before the newest: what was seen comes again, with one the hub
+    // has not seen.
+    testhttp::WriteAll(fd, Chunk(EventLine("c1", "create", kBase + 100) + EventLine("c3", "start", kBase + 150) +
+                                 EventLine("c1", "start", kBase + 200) + EventLine("c2", "start", kBase + 200) +
+                                 EventLine("c1", "die", kBase + 300)));
+    Hold(fd);
+  });
+  auto s = Subscribe();
+  EXPECT_TRUE(Eventually([&] { return s->Events().size() == 5; })) << s->Events().size();
+  EXPECT_THAT(s->Events(), ElementsAre("c1 CONTAINER_CREATED_EVENT", "c1 CONTAINER_STARTED_EVENT",
+                                       "c3 CONTAINER_STARTED_EVENT", "c2 CONTAINER_STARTED_EVENT",
+                                       "c1 CONTAINER_STOPPED_EVENT"));
+  ASSERT_EQ(Targets().size(), 2u);
+  EXPECT_THAT(Targets()[1], HasSubstr(absl::StrCat("&since=", logs::SinceParameter(kBase + 200 - 1000000000))));
+  EXPECT_FALSE(s->End().has_value());  // the subscriber never noticed
+}
+
+TEST_F(EventHubTest, RetriesWhileDockerIsDown) {
+  docker_.FailOperation("Ping", absl::UnavailableError("docker is down"));
+  Serve([&](int fd, int) {
+    testhttp::WriteAll(fd, kOk);
+    testhttp::WriteAll(fd, Chunk(EventLine("c1", "create", kBase + 1)));
+    Hold(fd);
+  });
+  auto s = Subscribe();
+  absl::SleepFor(absl::Milliseconds(200));  // a few retries at 20, 40, 80 ms
+  EXPECT_TRUE(s->Events().empty());
+  docker_.ClearFailures();
+  EXPECT_TRUE(Eventually([&] { return s->Events().size() == 1; }));
+  EXPECT_EQ(Targets().size(), 1u);
+}
+
+TEST_F(EventHubTest, SubscribingAfterStopEndsAtOnce) {
+  Serve([&](int fd, int) { Hold(fd); });
+  hub_->Stop();
+  auto s = Subscribe();
+  ASSERT_TRUE(s->End().has_value());
+  EXPECT_TRUE(absl::IsUnavailable(*s->End()));
+}
+
+}  // namespace
+}  // namespace shim::events
