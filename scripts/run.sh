@@ -12,8 +12,9 @@ BUILD=build
 
 scripts/install-deps.sh
 # dockerd, registries on 127.0.0.1:5000/5001 (for the crictl examples in README.md) and
-# the dockershim-test/* images, among them dockershim-test/pause:latest
-scripts/test-env.sh
+# the dockershim-test/* images, among them dockershim-test/pause:latest; only the local
+# Docker (the newer test engines are for the test suite)
+DOCKERSHIM_TEST_ENGINES=20 scripts/test-env.sh
 if [[ -f $BUILD/CMakeCache.txt ]] && ! grep -qx 'CMAKE_GENERATOR:INTERNAL=Ninja' "$BUILD/CMakeCache.txt"; then
   rm -rf "$BUILD"
 fi
