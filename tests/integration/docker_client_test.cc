@@ -446,11 +446,13 @@ TEST_F(DockerClientIntegration, TtyExecTakesTheSizeOfAResizeAfterTheStart) {
   EXPECT_EQ(WaitForExit(*client_, exec), 0);
 
   // Depending on how far Docker got cleaning up after the exit: the process is not
-  // running (dockerd's 500s for a stopped or deleted process), or the exec is gone (404).
+  // running (dockerd's 500s for a stopped or deleted process), the exec is gone (404), or
+  // containerd no longer knows the process (26.1: "process does not exist ...: not found").
   const absl::Status ended = client_->ResizeExec(Ctx(), exec, ConsoleSize{.height = 10, .width = 10});
   EXPECT_THAT(ended.code(), AnyOf(absl::StatusCode::kFailedPrecondition, absl::StatusCode::kNotFound)) << ended;
   EXPECT_THAT(Message(ended), AnyOf(StartsWith("resize exec " + exec + ": the process is not running"),
-                                    StartsWith("resize exec " + exec + ": no such exec")));
+                                    StartsWith("resize exec " + exec + ": no such exec"),
+                                    StartsWith("resize exec " + exec + ": process does not exist")));
 }
 
 TEST_F(DockerClientIntegration, StartingAnExecWhoseContainerStoppedFails) {
