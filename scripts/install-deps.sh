@@ -18,6 +18,8 @@ PKGS=(
   # dockerd needs apparmor_parser on hosts with AppArmor on (docker.io only recommends it);
   # tar/flock for the offline image build
   apparmor tar util-linux
+  # the Debian package (scripts/package-test.sh)
+  debhelper dpkg-dev
 )
 missing=()
 for p in "${PKGS[@]}"; do dpkg -s "$p" >/dev/null 2>&1 || missing+=("$p"); done

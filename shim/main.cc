@@ -6,20 +6,26 @@
 #include <cerrno>
 #include <cstring>
 #include <iostream>
+#include <optional>
 
 #include "absl/strings/match.h"
 #include "absl/strings/str_split.h"
 #include "common/log.h"
 #include "common/signals.h"
 #include "dockerclient/docker_client_impl.h"
+#include "shim/config/config_file.h"
 #include "shim/cri_service.h"
 #include "shim/events/event_hub.h"
 #include "shim/grpc_services.h"
 #include "shim/network/cni_network.h"
 #include "shim/network/docker_bridge.h"
 #include "shim/logs/log_copier.h"
+#include "shim/runtime_cgroups/runtime_cgroups.h"
 #include "shim/stats/writable_layers.h"
 #include "shim/streaming_runtime.h"
+#include "shim/systemd/inherited_listener.h"
+#include "shim/systemd/listen_fds.h"
+#include "shim/systemd/notify.h"
 #include "streaming/server.h"
 
 namespace {
@@ -39,6 +45,7 @@ struct Flags {
   std::string pull_progress_deadline = "1m";
   std::string runtime_request_timeout = "2m";
   std::string log_level = "info";
+  std::string runtime_cgroups;
 };
 
 [[noreturn]] void Usage(const std::string& message) {
@@ -53,10 +60,12 @@ absl::Duration ParseDurationFlag(const std::string& name, const std::string& val
   return d;
 }
 
+// "" for fd://: the socket systemd passed.
 std::string SocketPath(const std::string& endpoint) {
+  if (endpoint == "fd://") return "";
   if (absl::StartsWith(endpoint, "unix://")) return endpoint.substr(7);
   if (absl::StartsWith(endpoint, "/")) return endpoint;
-  Usage("--container-runtime-endpoint: \"" + endpoint + "\" must be unix:///path/to/socket");
+  Usage("--container-runtime-endpoint: \"" + endpoint + "\" must be unix:///path/to/socket or fd://");
 }
 
 // "unix:///var/run/docker.sock" or a bare path (DockerClientImpl::Create refused others).
@@ -94,12 +103,16 @@ int main(int argc, char** argv) {
   app.add_option("--runtime-request-timeout", f.runtime_request_timeout, "bound for every CRI call but pulls")
       ->capture_default_str();
   app.add_option("--log-level", f.log_level, "debug, info, warn or error")->capture_default_str();
+  app.add_option("--runtime-cgroups", f.runtime_cgroups,
+                 "cgroup to keep dockerd and containerd in (created if missing), with oom_score_adj -999");
+  bool print_config = false;
+  shim::config::AddConfigOptions(app, &print_config);
   try {
     app.parse(argc, argv);
   } catch (const CLI::Success& e) {
     return app.exit(e);  // --help, --version
   } catch (const CLI::ParseError& e) {
-    Usage(e.what());
+    Usage(shim::config::DescribeParseError(app, e));
   }
 
   common::LogLevel level;
@@ -121,6 +134,19 @@ int main(int argc, char** argv) {
 
   auto docker = dockerclient::DockerClientImpl::Create(f.docker_endpoint);
   if (!docker.ok()) Usage("--docker-endpoint: " + std::string(docker.status().message()));
+  if (absl::Status s = shim::runtime_cgroups::ValidateCgroupPath(f.runtime_cgroups);
+      !f.runtime_cgroups.empty() && !s.ok())
+    Usage("--runtime-cgroups: " + std::string(s.message()));
+  if (print_config) {
+    std::cout << shim::config::EffectiveConfig(app);
+    return 0;
+  }
+  auto listen_fds = shim::systemd::TakeListenFds();
+  if (!listen_fds.ok()) Usage(std::string(listen_fds.status().message()));
+  if (listen_fds->size() > 1)
+    Usage("socket activation: pass one socket (LISTEN_FDS=1), not " + std::to_string(listen_fds->size()));
+  if (socket_path.empty() && listen_fds->empty())
+    Usage("--container-runtime-endpoint fd:// needs a socket from systemd (LISTEN_FDS)");
 
   // Signals are taken by WaitForStopSignal below; block them before any thread starts.
   common::BlockStopSignals();
@@ -129,6 +155,17 @@ int main(int argc, char** argv) {
     LOG_INFO << "connected to Docker at " << f.docker_endpoint << ", API " << *api;
   } else {
     LOG_WARN << api.status().message() << "; RuntimeReady stays false until Docker answers";
+  }
+
+  std::unique_ptr<shim::runtime_cgroups::RuntimeCgroups> runtime_cgroups;
+  if (!f.runtime_cgroups.empty()) {
+    auto started = shim::runtime_cgroups::RuntimeCgroups::Start(
+        shim::runtime_cgroups::DefaultOptions(f.runtime_cgroups, DockerSocketPath(f.docker_endpoint)));
+    if (!started.ok()) {
+      LOG_ERROR << "--runtime-cgroups " << f.runtime_cgroups << ": " << started.status().message();
+      return 1;
+    }
+    runtime_cgroups = *std::move(started);
   }
 
   std::unique_ptr<network::NetworkPlugin> network;
@@ -179,12 +216,13 @@ int main(int argc, char** argv) {
   shim::ImageServiceImpl image_service(service, grpc_options);
 
   // A socket file left by a previous run would make bind fail.
-  if (::unlink(socket_path.c_str()) != 0 && errno != ENOENT) {
+  const bool activated = !listen_fds->empty();
+  if (!activated && ::unlink(socket_path.c_str()) != 0 && errno != ENOENT) {
     LOG_ERROR << "cannot remove stale socket " << socket_path << ": " << std::strerror(errno);
     return 1;
   }
   grpc::ServerBuilder builder;
-  builder.AddListeningPort("unix://" + socket_path, grpc::InsecureServerCredentials());
+  if (!activated) builder.AddListeningPort("unix://" + socket_path, grpc::InsecureServerCredentials());
   builder.RegisterService(&runtime_service);
   builder.RegisterService(&image_service);
   builder.SetMaxReceiveMessageSize(16 << 20);
@@ -197,12 +235,29 @@ int main(int argc, char** argv) {
     LOG_ERROR << "cannot listen on " << f.endpoint;
     return 1;
   }
-  ::chmod(socket_path.c_str(), 0660);
-  LOG_INFO << "dockershim " << DOCKERSHIM_VERSION << " serving CRI v1 on " << f.endpoint << " (network plugin "
-           << network->Name() << ")";
+  std::unique_ptr<shim::systemd::InheritedListener> inherited;
+  if (activated) {
+    auto listener = shim::systemd::InheritedListener::Start(std::move(listen_fds->front()), *server);
+    if (!listener.ok()) {
+      LOG_ERROR << "socket activation: " << listener.status().message();
+      return 1;
+    }
+    inherited = *std::move(listener);
+  } else {
+    ::chmod(socket_path.c_str(), 0660);
+  }
+  LOG_INFO << "dockershim " << DOCKERSHIM_VERSION << " serving CRI v1 on "
+           << (activated ? "the socket systemd passed" : f.endpoint) << " (network plugin " << network->Name() << ")";
+  const shim::systemd::Notifier systemd = shim::systemd::Notifier::FromEnvironment();
+  systemd.Notify("READY=1");
+  std::optional<shim::systemd::Watchdog> watchdog;
+  if (auto interval = shim::systemd::WatchdogInterval(); interval && systemd.enabled())
+    watchdog.emplace(systemd, *interval);
 
   const char* sig = common::WaitForStopSignal();
   LOG_INFO << "received SIG" << sig << ", finishing in-flight calls";
+  systemd.Notify("STOPPING=1");
+  if (inherited) inherited->Stop();
   // Event streams never end by themselves: ended first, they do not hold up the shutdown.
   events.Stop();
   // In-flight calls get a bounded grace period; then they are cancelled.
@@ -211,7 +266,8 @@ int main(int argc, char** argv) {
   (*streaming_server)->Stop();
   log_copier.Stop();
   writable_layers.Stop();
-  ::unlink(socket_path.c_str());
+  if (runtime_cgroups) runtime_cgroups->Stop();
+  if (!activated) ::unlink(socket_path.c_str());  // systemd owns a passed socket
   LOG_INFO << "stopped";
   return 0;
 }

@@ -279,6 +279,27 @@ CgroupFigures CgroupLayout::Read(const CgroupDirs& dirs) const {
   return figures;
 }
 
+absl::StatusOr<std::vector<CgroupMount>> ListCgroupMounts(const std::string& proc_root, const std::string& path_prefix) {
+  // The kernel's v1 controllers: the rest of a mount's super options are mount options.
+  static constexpr std::array<absl::string_view, 14> kControllers = {
+      "cpu", "cpuacct", "cpuset", "memory", "devices", "freezer", "net_cls",
+      "net_prio", "blkio", "perf_event", "hugetlb", "pids", "rdma", "misc"};
+  ASSIGN_OR_RETURN(std::string mountinfo, ReadKernelFile(proc_root + "/self/mountinfo"));
+  std::vector<CgroupMount> mounts;
+  for (absl::string_view line : absl::StrSplit(mountinfo, '\n')) {
+    std::optional<MountLine> parsed = ParseMountLine(line);
+    if (!parsed || (parsed->fstype != "cgroup" && parsed->fstype != "cgroup2")) continue;
+    CgroupMount mount{path_prefix + parsed->point, parsed->root, parsed->fstype == "cgroup2", {}};
+    for (absl::string_view option : absl::StrSplit(parsed->super_options, ',')) {
+      if (!mount.v2 && (absl::StartsWith(option, "name=") ||
+                        std::find(kControllers.begin(), kControllers.end(), option) != kControllers.end()))
+        mount.controllers.emplace_back(option);
+    }
+    mounts.push_back(std::move(mount));
+  }
+  return mounts;
+}
+
 // runc's ExpandSlice: each "-" opens a level; "-.slice" is the root; "a--b.slice",
 // "-a.slice" and names with "/" are not slices.
 std::string ExpandSystemdSlice(std::string_view slice_name) {

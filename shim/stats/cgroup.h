@@ -7,6 +7,7 @@
 #include <optional>
 #include <string>
 #include <string_view>
+#include <vector>
 
 #include "absl/status/statusor.h"
 
@@ -89,6 +90,20 @@ class CgroupLayout {
   Mount v2_mount_;                          // v2
   std::map<std::string, Mount> v1_mounts_;  // v1: controller ("cpuacct", "memory", "pids") -> mount
 };
+
+// One mounted cgroup hierarchy, from mountinfo: a v1 hierarchy's controllers ("cpu",
+// "cpuacct"; "name=systemd" for a named one), none for cgroup2. `root` is the cgroup of
+// the hierarchy the mount shows ("/" unless the mount is of a subtree).
+struct CgroupMount {
+  std::string point;
+  std::string root;
+  bool v2 = false;
+  std::vector<std::string> controllers;
+};
+// Every cgroup and cgroup2 mount in `<proc_root>/self/mountinfo`, `path_prefix` before
+// each mount point (as CgroupLayout::Discover).
+absl::StatusOr<std::vector<CgroupMount>> ListCgroupMounts(const std::string& proc_root = "/proc",
+                                                          const std::string& path_prefix = "");
 
 // The expansion of a systemd slice name into its path: "a-b-c.slice" ->
 // "/a.slice/a-b.slice/a-b-c.slice"; "-.slice" is the root "/". Other names are

@@ -1,0 +1,111 @@
+#pragma once
+// The dockershim binary run as systemd runs it: extra environment and, for socket
+// activation, a listening socket as fd 3 with LISTEN_FDS=1 and LISTEN_PID=<its pid>.
+#include <fcntl.h>
+#include <signal.h>
+#include <sys/wait.h>
+#include <unistd.h>
+
+#include <chrono>
+#include <cstring>
+#include <filesystem>
+#include <fstream>
+#include <optional>
+#include <sstream>
+#include <string>
+#include <thread>
+#include <vector>
+
+extern char** environ;
+
+namespace testenv {
+
+struct ProcessExit {
+  int code = -1;
+  std::string stdout_text, stderr_text;
+};
+
+class ShimProcess {
+ public:
+  ShimProcess(const std::filesystem::path& dir, std::vector<std::string> args, std::vector<std::string> env = {},
+              int listen_fd = -1)
+      : dir_(dir) {
+    args.insert(args.begin(), DOCKERSHIM_BINARY);
+    for (char** e = environ; *e; ++e) env.emplace_back(*e);
+    // The child fills in its own pid (digits only: nothing but async-signal-safe
+    // calls between fork and exec).
+    if (listen_fd >= 0) {
+      env.emplace_back("LISTEN_FDS=1");
+      env.emplace_back("LISTEN_PID=" + std::string(20, '\0'));
+    }
+    std::vector<char*> argv, envp;
+    for (auto& a : args) argv.push_back(a.data());
+    argv.push_back(nullptr);
+    for (auto& e : env) envp.push_back(e.data());
+    envp.push_back(nullptr);
+    char* listen_pid = listen_fd >= 0 ? envp[envp.size() - 2] + std::strlen("LISTEN_PID=") : nullptr;
+    const std::string out = (dir / "stdout").string(), err = (dir / "stderr").string();
+    pid_ = ::fork();
+    if (pid_ != 0) return;
+    const int o = ::open(out.c_str(), O_WRONLY | O_CREAT | O_TRUNC, 0600);
+    const int e = ::open(err.c_str(), O_WRONLY | O_CREAT | O_TRUNC, 0600);
+    ::dup2(o, 1);
+    ::dup2(e, 2);
+    if (listen_fd >= 0) {
+      if (listen_fd == 3) {
+        ::fcntl(3, F_SETFD, 0);
+      } else {
+        ::dup2(listen_fd, 3);  // dup2 clears close-on-exec
+      }
+      char digits[20];
+      int n = 0;
+      for (pid_t p = ::getpid(); p > 0; p /= 10) digits[n++] = static_cast<char>('0' + p % 10);
+      for (int i = 0; i < n; ++i) listen_pid[i] = digits[n - 1 - i];
+    }
+    ::execve(argv[0], argv.data(), envp.data());
+    ::_exit(127);
+  }
+  ~ShimProcess() {
+    if (pid_ > 0) {
+      ::kill(pid_, SIGKILL);
+      ::waitpid(pid_, nullptr, 0);
+    }
+  }
+  ShimProcess(const ShimProcess&) = delete;
+  ShimProcess& operator=(const ShimProcess&) = delete;
+
+  pid_t pid() const { return pid_; }
+  void Signal(int sig) { ::kill(pid_, sig); }
+  std::string Stderr() const { return Read(dir_ / "stderr"); }
+
+  // Waits up to `timeout` for the process to end.
+  std::optional<ProcessExit> Wait(std::chrono::milliseconds timeout) {
+    const auto until = std::chrono::steady_clock::now() + timeout;
+    while (std::chrono::steady_clock::now() < until) {
+      int status = 0;
+      if (::waitpid(pid_, &status, WNOHANG) == pid_) {
+        pid_ = -1;
+        ProcessExit e;
+        e.code = WIFEXITED(status) ? WEXITSTATUS(status) : 128 + WTERMSIG(status);
+        e.stdout_text = Read(dir_ / "stdout");
+        e.stderr_text = Read(dir_ / "stderr");
+        return e;
+      }
+      std::this_thread::sleep_for(std::chrono::milliseconds(20));
+    }
+    return std::nullopt;
+  }
+
+  static std::string Read(const std::filesystem::path& p) {
+    std::ifstream in(p);
+    std::stringstream ss;
+    ss << in.rdbuf();
+    return ss.str();
+  }
+
+ private:
+  std::filesystem::path dir_;
+  pid_t pid_ = -1;
+};
+
+}  // namespace testenv
