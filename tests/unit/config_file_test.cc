@@ -90,8 +90,8 @@ TEST_F(ConfigFileTest, TheEffectiveConfigReadsBackToItself) {
   ASSERT_EQ(first.Parse({"--config", file, "--streaming-tls-cert", "/etc/cert.pem"}), "");
   const std::string printed = EffectiveConfig(first.app);
   EXPECT_NE(printed.find("docker-endpoint"), std::string::npos) << printed;  // defaults too
-  EXPECT_EQ(printed.find("print-config"), std::string::npos) << printed;
-  EXPECT_EQ(printed.find("\nconfig"), std::string::npos) << printed;
+  EXPECT_EQ(printed.find("print-config="), std::string::npos) << printed;
+  EXPECT_EQ(printed.find("\nconfig="), std::string::npos) << printed;
 
   App second(tree_.Path("absent.toml"));
   ASSERT_EQ(second.Parse({"--config", File("printed.toml", printed)}), "");
