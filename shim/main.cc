@@ -10,8 +10,11 @@
 #include "absl/strings/match.h"
 #include "absl/strings/str_split.h"
 #include "common/log.h"
+#include "common/log_context.h"
 #include "common/signals.h"
 #include "dockerclient/docker_client_impl.h"
+#include "observability/families.h"
+#include "observability/http_server.h"
 #include "shim/cri_service.h"
 #include "shim/events/event_hub.h"
 #include "shim/grpc_services.h"
@@ -39,6 +42,7 @@ struct Flags {
   std::string pull_progress_deadline = "1m";
   std::string runtime_request_timeout = "2m";
   std::string log_level = "info";
+  std::string metrics_bind_addr;
 };
 
 [[noreturn]] void Usage(const std::string& message) {
@@ -93,7 +97,9 @@ int main(int argc, char** argv) {
       ->capture_default_str();
   app.add_option("--runtime-request-timeout", f.runtime_request_timeout, "bound for every CRI call but pulls")
       ->capture_default_str();
-  app.add_option("--log-level", f.log_level, "debug, info, warn or error")->capture_default_str();
+  app.add_option("--log-level", f.log_level, "trace, debug, info, warn or error")->capture_default_str();
+  app.add_option("--metrics-bind-addr", f.metrics_bind_addr,
+                 "serve /metrics and /healthz on host:port (:port is 127.0.0.1:port); off when empty");
   try {
     app.parse(argc, argv);
   } catch (const CLI::Success& e) {
@@ -105,6 +111,7 @@ int main(int argc, char** argv) {
   common::LogLevel level;
   if (!common::ParseLogLevel(f.log_level, &level)) Usage("--log-level: unknown level \"" + f.log_level + "\"");
   common::SetLogLevel(level);
+  common::SetTraceCalls(f.log_level == "trace");
   if (f.network_plugin == "kubenet") Usage("--network-plugin: kubenet is not supported; use cni");
   if (f.network_plugin != "cni" && f.network_plugin != "docker" && !f.network_plugin.empty())
     Usage("--network-plugin: unknown plugin \"" + f.network_plugin + "\" (use cni or docker)");
@@ -124,6 +131,17 @@ int main(int argc, char** argv) {
 
   // Signals are taken by WaitForStopSignal below; block them before any thread starts.
   common::BlockStopSignals();
+
+  observability::Health health(
+      [&docker] { return (*docker)->Ping(common::Context::WithTimeout(absl::Seconds(2))).status(); });
+  std::unique_ptr<observability::MetricsServer> metrics_server;
+  if (!f.metrics_bind_addr.empty()) {
+    auto started = observability::MetricsServer::Start(f.metrics_bind_addr, observability::DefaultRegistry(),
+                                                       [&health] { return health.Check(); });
+    if (!started.ok()) Usage("--metrics-bind-addr: " + std::string(started.status().message()));
+    metrics_server = std::move(*started);
+    LOG_INFO << "serving metrics on http://" << metrics_server->address() << "/metrics and /healthz";
+  }
 
   if (auto api = (*docker)->Ping(common::Context::WithTimeout(absl::Seconds(10))); api.ok()) {
     LOG_INFO << "connected to Docker at " << f.docker_endpoint << ", API " << *api;
@@ -198,11 +216,13 @@ int main(int argc, char** argv) {
     return 1;
   }
   ::chmod(socket_path.c_str(), 0660);
+  health.SetServing(true);
   LOG_INFO << "dockershim " << DOCKERSHIM_VERSION << " serving CRI v1 on " << f.endpoint << " (network plugin "
            << network->Name() << ")";
 
   const char* sig = common::WaitForStopSignal();
   LOG_INFO << "received SIG" << sig << ", finishing in-flight calls";
+  health.SetServing(false);
   // Event streams never end by themselves: ended first, they do not hold up the shutdown.
   events.Stop();
   // In-flight calls get a bounded grace period; then they are cancelled.
@@ -211,6 +231,7 @@ int main(int argc, char** argv) {
   (*streaming_server)->Stop();
   log_copier.Stop();
   writable_layers.Stop();
+  if (metrics_server) metrics_server->Stop();
   ::unlink(socket_path.c_str());
   LOG_INFO << "stopped";
   return 0;
