@@ -9,6 +9,7 @@
 
 #include <string>
 
+#include "absl/status/statusor.h"
 #include "common/log.h"
 #include "observability/families.h"
 #include "observability/hooks.h"
