@@ -6,10 +6,16 @@
 
 #include "absl/time/clock.h"
 #include "absl/time/time.h"
+#include "common/log_context.h"
 
 namespace common {
 namespace {
 std::atomic<LogLevel> g_level{LogLevel::kInfo};
+std::atomic<bool> g_trace_calls{false};
+thread_local const LogContext* t_context = nullptr;
+
+// IDs are shortened as docker ps shows them (crictl takes any unique prefix).
+std::string_view Short(std::string_view id) { return id.size() == 64 ? id.substr(0, 12) : id; }
 
 const char* LevelName(LogLevel level) {
   switch (level) {
@@ -38,6 +44,12 @@ LogLine::LogLine(LogLevel level, const char* file, int line) : level_(level) {
   const char* base = std::strrchr(file, '/');
   stream_ << absl::FormatTime("%Y-%m-%dT%H:%M:%E3SZ", absl::Now(), absl::UTCTimeZone()) << ' '
           << LevelName(level) << ' ' << (base ? base + 1 : file) << ':' << line << "] ";
+  if (const LogContext* c = t_context) {
+    stream_ << '[' << c->rpc;
+    if (!c->pod.empty()) stream_ << " pod=" << Short(c->pod);
+    if (!c->container.empty()) stream_ << " container=" << Short(c->container);
+    stream_ << "] ";
+  }
 }
 
 LogLine::~LogLine() {
@@ -47,5 +59,16 @@ LogLine::~LogLine() {
   std::fwrite(text.data(), 1, text.size(), stderr);
   (void)level_;
 }
+
+ScopedLogContext::ScopedLogContext(LogContext context) : context_(std::move(context)), previous_(t_context) {
+  t_context = &context_;
+}
+
+ScopedLogContext::~ScopedLogContext() { t_context = previous_; }
+
+const LogContext* CurrentLogContext() { return t_context; }
+
+void SetTraceCalls(bool on) { g_trace_calls = on; }
+bool TraceCalls() { return g_trace_calls; }
 
 }  // namespace common

@@ -21,6 +21,7 @@
 #include "common/status.h"
 #include "common/strings.h"
 #include "dockerclient/errors.h"
+#include "observability/hooks.h"
 
 namespace dockerclient {
 
@@ -296,6 +297,7 @@ absl::StatusOr<HttpResponse> HttpTransport::Do(const common::Context& ctx, std::
   }
   req.prepare_payload();
 
+  observability::DockerCall observed(method, target, body, headers);
   // One retry, on a fresh connection, for a pooled one that turned out to be closed.
   for (int attempt = 0;; ++attempt) {
     std::unique_ptr<HttpConnection> conn = attempt == 0 ? TakeIdle() : nullptr;
@@ -307,9 +309,9 @@ absl::StatusOr<HttpResponse> HttpTransport::Do(const common::Context& ctx, std::
     if (out.response.ok()) {
       LOG_DEBUG << operation << " -> " << out.response->status;
       if (out.keep_alive) Release(std::move(conn));
-      return std::move(out.response);
+      return observed.Done(std::move(out.response));
     }
-    if (!reused || !out.retryable || attempt > 0) return out.response.status();
+    if (!reused || !out.retryable || attempt > 0) return observed.Done(std::move(out.response));
     LOG_DEBUG << operation << ": pooled connection was closed by dockerd, retrying on a new one";
   }
 }

@@ -6,6 +6,7 @@
 #include <optional>
 
 #include "common/log.h"
+#include "observability/rpc_scope.h"
 #include "shim/events/event_hub.h"
 
 namespace shim {
@@ -29,6 +30,7 @@ common::Context Unbounded(grpc::ServerContext* ctx, const GrpcOptions&) {
 
 template <typename Req, typename Out, typename Fn>
 grpc::Status Handle(const char* name, const common::Context& c, const Req& req, Out* out, Fn&& fn) {
+  observability::RpcScope scope(name, req);
   absl::Time start = absl::Now();
   grpc::Status status;
   if constexpr (std::is_same_v<decltype(fn(c, req)), absl::Status>) {
@@ -46,6 +48,7 @@ grpc::Status Handle(const char* name, const common::Context& c, const Req& req, 
   } else {
     LOG_DEBUG << name << " failed in " << absl::Now() - start << ": " << status.error_message();
   }
+  scope.Finish(status.error_code(), status.error_message());
   return status;
 }
 

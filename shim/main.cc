@@ -11,9 +11,12 @@
 #include "absl/strings/match.h"
 #include "absl/strings/str_split.h"
 #include "common/log.h"
+#include "common/log_context.h"
 #include "common/signals.h"
 #include "dockerclient/docker_client_impl.h"
 #include "shim/config/config_file.h"
+#include "observability/families.h"
+#include "observability/http_server.h"
 #include "shim/cri_service.h"
 #include "shim/events/event_hub.h"
 #include "shim/grpc_services.h"
@@ -46,6 +49,7 @@ struct Flags {
   std::string runtime_request_timeout = "2m";
   std::string log_level = "info";
   std::string runtime_cgroups;
+  std::string metrics_bind_addr;
 };
 
 [[noreturn]] void Usage(const std::string& message) {
@@ -102,9 +106,11 @@ int main(int argc, char** argv) {
       ->capture_default_str();
   app.add_option("--runtime-request-timeout", f.runtime_request_timeout, "bound for every CRI call but pulls")
       ->capture_default_str();
-  app.add_option("--log-level", f.log_level, "debug, info, warn or error")->capture_default_str();
+  app.add_option("--log-level", f.log_level, "trace, debug, info, warn or error")->capture_default_str();
   app.add_option("--runtime-cgroups", f.runtime_cgroups,
                  "cgroup to keep dockerd and containerd in (created if missing), with oom_score_adj -999");
+  app.add_option("--metrics-bind-addr", f.metrics_bind_addr,
+                 "serve /metrics and /healthz on host:port (:port is 127.0.0.1:port); off when empty");
   bool print_config = false;
   shim::config::AddConfigOptions(app, &print_config);
   try {
@@ -118,6 +124,7 @@ int main(int argc, char** argv) {
   common::LogLevel level;
   if (!common::ParseLogLevel(f.log_level, &level)) Usage("--log-level: unknown level \"" + f.log_level + "\"");
   common::SetLogLevel(level);
+  common::SetTraceCalls(f.log_level == "trace");
   if (f.network_plugin == "kubenet") Usage("--network-plugin: kubenet is not supported; use cni");
   if (f.network_plugin != "cni" && f.network_plugin != "docker" && !f.network_plugin.empty())
     Usage("--network-plugin: unknown plugin \"" + f.network_plugin + "\" (use cni or docker)");
@@ -150,6 +157,17 @@ int main(int argc, char** argv) {
 
   // Signals are taken by WaitForStopSignal below; block them before any thread starts.
   common::BlockStopSignals();
+
+  observability::Health health(
+      [&docker] { return (*docker)->Ping(common::Context::WithTimeout(absl::Seconds(2))).status(); });
+  std::unique_ptr<observability::MetricsServer> metrics_server;
+  if (!f.metrics_bind_addr.empty()) {
+    auto started = observability::MetricsServer::Start(f.metrics_bind_addr, observability::DefaultRegistry(),
+                                                       [&health] { return health.Check(); });
+    if (!started.ok()) Usage("--metrics-bind-addr: " + std::string(started.status().message()));
+    metrics_server = std::move(*started);
+    LOG_INFO << "serving metrics on http://" << metrics_server->address() << "/metrics and /healthz";
+  }
 
   if (auto api = (*docker)->Ping(common::Context::WithTimeout(absl::Seconds(10))); api.ok()) {
     LOG_INFO << "connected to Docker at " << f.docker_endpoint << ", API " << *api;
@@ -246,6 +264,7 @@ int main(int argc, char** argv) {
   } else {
     ::chmod(socket_path.c_str(), 0660);
   }
+  health.SetServing(true);
   LOG_INFO << "dockershim " << DOCKERSHIM_VERSION << " serving CRI v1 on "
            << (activated ? "the socket systemd passed" : f.endpoint) << " (network plugin " << network->Name() << ")";
   const shim::systemd::Notifier systemd = shim::systemd::Notifier::FromEnvironment();
@@ -256,6 +275,7 @@ int main(int argc, char** argv) {
 
   const char* sig = common::WaitForStopSignal();
   LOG_INFO << "received SIG" << sig << ", finishing in-flight calls";
+  health.SetServing(false);
   systemd.Notify("STOPPING=1");
   if (inherited) inherited->Stop();
   // Event streams never end by themselves: ended first, they do not hold up the shutdown.
@@ -266,6 +286,7 @@ int main(int argc, char** argv) {
   (*streaming_server)->Stop();
   log_copier.Stop();
   writable_layers.Stop();
+  if (metrics_server) metrics_server->Stop();
   if (runtime_cgroups) runtime_cgroups->Stop();
   if (!activated) ::unlink(socket_path.c_str());  // systemd owns a passed socket
   LOG_INFO << "stopped";

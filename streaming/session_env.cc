@@ -2,21 +2,28 @@
 
 #include <boost/asio/post.hpp>
 
+#include "observability/hooks.h"
+
 namespace streaming {
 
-uint64_t SessionRegistry::Add(boost::asio::any_io_executor strand, std::function<void()> shutdown) {
+uint64_t SessionRegistry::Add(boost::asio::any_io_executor strand, std::function<void()> shutdown,
+                              const char* kind) {
+  if (kind != nullptr) observability::StreamingSessionStarted(kind);
   std::lock_guard<std::mutex> lock(mu_);
   const uint64_t id = next_id_++;
   // A connection mid-upgrade when the server stops registers its session late; it
   // must end too (an exec is abandoned), not linger until the server is destroyed.
   if (shutting_down_) boost::asio::post(strand, shutdown);
-  sessions_.emplace(id, Entry{std::move(strand), std::move(shutdown)});
+  sessions_.emplace(id, Entry{std::move(strand), std::move(shutdown), kind});
   return id;
 }
 
 void SessionRegistry::Remove(uint64_t id) {
   std::lock_guard<std::mutex> lock(mu_);
-  sessions_.erase(id);
+  const auto it = sessions_.find(id);
+  if (it == sessions_.end()) return;
+  if (it->second.kind != nullptr) observability::StreamingSessionEnded(it->second.kind);
+  sessions_.erase(it);
   if (sessions_.empty()) empty_.notify_all();
 }
 

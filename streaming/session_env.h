@@ -20,7 +20,9 @@ namespace streaming {
 class SessionRegistry {
  public:
   // Once ShutdownAll has begun, a session that registers is asked to end at once.
-  uint64_t Add(boost::asio::any_io_executor strand, std::function<void()> shutdown);
+  // `kind` ("exec", "attach", "portforward") counts the session in the metrics; a
+  // connection not yet upgraded registers without one.
+  uint64_t Add(boost::asio::any_io_executor strand, std::function<void()> shutdown, const char* kind = nullptr);
   void Remove(uint64_t id);
   // Asks every session to end; waits up to `grace` for them to be gone. False if
   // some were still there.
@@ -31,6 +33,7 @@ class SessionRegistry {
   struct Entry {
     boost::asio::any_io_executor strand;
     std::function<void()> shutdown;
+    const char* kind;
   };
   mutable std::mutex mu_;
   std::condition_variable empty_;

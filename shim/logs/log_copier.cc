@@ -21,6 +21,7 @@
 #include "common/unique_fd.h"
 #include "dockerclient/log_stream.h"
 #include "dockerclient/stdcopy.h"
+#include "observability/hooks.h"
 #include "shim/logs/cri_log.h"
 
 namespace shim::logs {
@@ -240,6 +241,8 @@ class LogCopier::Follower final : public std::enable_shared_from_this<Follower> 
       left.remove_prefix(static_cast<std::size_t>(n));
       copier_.bytes_written_ += static_cast<uint64_t>(n);
     }
+    const std::size_t written = pending_.size() - left.size();
+    if (written > 0) observability::LogCopied(written, absl::FromUnixNanos(last_nanos_));
     pending_.clear();
   }
 

@@ -16,6 +16,7 @@
 #include "absl/strings/str_cat.h"
 #include "common/log.h"
 #include "common/status.h"
+#include "observability/hooks.h"
 
 namespace network {
 
@@ -162,8 +163,10 @@ absl::StatusOr<std::string> CniNetwork::Run(const common::Context& ctx, const Cn
                                             const json& prev_result) {
   PluginRequest req{command, attachment.container_id, attachment.netns, attachment.ifname,
                     JoinCniArgs(attachment.cni_args)};
-  json stdin_config = BuildPluginConfig(config, index, prev_result, attachment.capability_args);
-  return executor_->Exec(ctx, config.PluginType(index), req, Dump(stdin_config));
+  const std::string stdin_config = Dump(BuildPluginConfig(config, index, prev_result, attachment.capability_args));
+  const std::string plugin = config.PluginType(index);
+  observability::CniCall observed(command, plugin, config.name, stdin_config);
+  return observed.Done(executor_->Exec(ctx, plugin, req, stdin_config));
 }
 
 absl::Status CniNetwork::DelAll(const common::Context& ctx, const CniNetworkConfig& config,

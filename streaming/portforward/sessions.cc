@@ -61,7 +61,7 @@ class SpdyPortForwardSession final : public spdy::Session::Handler,
       if (auto self = weak.lock(); self && self->session_) {
         self->session_->Finish(absl::CancelledError("the streaming server is shutting down"));
       }
-    });
+    }, "portforward");
     session_->Start(shared_from_this());
   }
 
@@ -190,7 +190,7 @@ class WebSocketPortForwardSession final : public std::enable_shared_from_this<We
     std::weak_ptr<WebSocketPortForwardSession> weak = weak_from_this();
     registry_id_ = env_.registry->Add(session_->executor(), [weak] {
       if (auto self = weak.lock()) self->End(absl::CancelledError("the streaming server is shutting down"));
-    });
+    }, "portforward");
     // The session keeps this alive until it closes.
     session_->Start([self = shared_from_this()](const absl::Status& why) { self->OnClosed(why); });
     remaining_ = request_.ports.size();

@@ -25,6 +25,9 @@ Flags FlagsOf(const Request& request) {
   return {attach.tty, attach.stdin, attach.stdout, attach.stderr};
 }
 
+// The session's kind in the metrics.
+const char* KindOf(const Request& request) { return std::holds_alternative<ExecRequest>(request) ? "exec" : "attach"; }
+
 enum Slot { kError, kStdin, kStdout, kStderr, kResize, kSlots };
 constexpr std::array<std::string_view, kSlots> kStreamTypes = {"error", "stdin", "stdout", "stderr", "resize"};
 
@@ -47,7 +50,7 @@ class SpdyCommandSession final : public spdy::Session::Handler,
     std::weak_ptr<SpdyCommandSession> weak = weak_from_this();
     registry_id_ = env_.registry->Add(session_->executor(), [weak] {
       if (auto self = weak.lock()) self->Shutdown();
-    });
+    }, KindOf(request_));
     timer_.expires_after(absl::ToChronoNanoseconds(env_.stream_creation_timeout));
     timer_.async_wait([self = shared_from_this()](ErrorCode ec) {
       if (ec || self->command_ || !self->session_) return;
@@ -143,6 +146,7 @@ void ServeWebSocket(const SessionEnv& env, std::unique_ptr<websocket::WebSocket>
   const uint8_t first = channels.stdout ? kWsStdout : channels.stderr ? kWsStderr : kWsError;
   session->Output(first)->AsyncWrite({}, [](ErrorCode) {});
 
+  const char* kind = KindOf(request);
   auto command = std::make_shared<Command>(env.command, session->executor(), std::move(request),
                                            VersionOfSubprotocol(protocol), std::move(channels),
                                            [weak = std::weak_ptr(session)] {
@@ -151,7 +155,7 @@ void ServeWebSocket(const SessionEnv& env, std::unique_ptr<websocket::WebSocket>
   const uint64_t id = env.registry->Add(session->executor(), [command, weak = std::weak_ptr(session)] {
     command->Cancel();
     if (auto s = weak.lock()) s->Finish(absl::CancelledError("the streaming server is shutting down"));
-  });
+  }, kind);
   SessionRegistry* registry = env.registry;
   session->Start([command, registry, id](const absl::Status& why) {
     command->Cancel();
