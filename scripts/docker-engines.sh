@@ -21,7 +21,10 @@ export PATH="$PATH:/usr/local/sbin:/usr/sbin:/sbin"
 E=${DOCKERSHIM_ENGINES_DIR:-/var/tmp/dockershim-test/engines}
 ARCHIVE=http://deb.debian.org/debian
 KEYRING=/usr/share/keyrings/debian-archive-keyring.gpg
-RUNTIMES_JSON='{"runtimes": {"runsc": {"path": "/usr/bin/runsc", "runtimeArgs": ["--network=none"]}, "runc-alt": {"path": "/usr/sbin/runc"}}}'
+RUNTIMES_JSON='{"runtimes": {"runsc": {"path": "/usr/bin/runsc", "runtimeArgs": ["--network=none"]}, "runc-alt": {"path": "/usr/sbin/runc"}}'
+# Engines started with "experimental": true (Docker's checkpoint API, for CheckpointContainer
+# with CRIU), e.g. DOCKERSHIM_ENGINES_EXPERIMENTAL=26; none by default.
+EXPERIMENTAL=" ${DOCKERSHIM_ENGINES_EXPERIMENTAL:-} "
 
 log() { echo "docker-engines: $*"; }
 die() { echo "docker-engines: error: $*" >&2; exit 1; }
@@ -87,7 +90,11 @@ start() { # n
     ip link set "$br" up
   fi
   mkdir -p "$dir"
-  echo "$RUNTIMES_JSON" >"$dir/daemon.json"
+  if [[ $EXPERIMENTAL == *" $n "* ]]; then
+    echo "$RUNTIMES_JSON, \"experimental\": true}" >"$dir/daemon.json"
+  else
+    echo "$RUNTIMES_JSON}" >"$dir/daemon.json"
+  fi
   rm -f "$dir/docker.pid" "$dir/docker.sock"
   log "starting docker $n (log: $dir/dockerd.log)"
   # containerd, its shims and docker-proxy come from the unpacked tree, runc from Debian 12

@@ -147,6 +147,9 @@ class CriService {
                                                             const v1::ListContainersRequest& req);
   // exec_sync.cc
   absl::StatusOr<v1::ExecSyncResponse> ExecSync(const common::Context& ctx, const v1::ExecSyncRequest& req);
+  // container_checkpoint.cc
+  absl::StatusOr<v1::CheckpointContainerResponse> CheckpointContainer(const common::Context& ctx,
+                                                                      const v1::CheckpointContainerRequest& req);
   // container_logs.cc
   absl::StatusOr<v1::ReopenContainerLogResponse> ReopenContainerLog(const common::Context& ctx,
                                                                     const v1::ReopenContainerLogRequest& req);
