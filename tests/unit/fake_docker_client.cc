@@ -215,7 +215,8 @@ std::string FakeDockerClient::FindContainerId(const std::string& id_or_name) con
   return "";
 }
 
-absl::StatusOr<std::string> FakeDockerClient::Ping(const common::Context&) {
+absl::StatusOr<std::string> FakeDockerClient::Ping(const common::Context& ctx) {
+  if (on_ping) on_ping(ctx);
   std::lock_guard lock(mu_);
   if (auto s = Record("Ping"); !s.ok()) return s;
   return version.api_version;
