@@ -13,6 +13,7 @@
 #
 #   scripts/docker-engines.sh start [26 28]   fetch, unpack and start (idempotent)
 #   scripts/docker-engines.sh stop [26 28]
+#   scripts/docker-engines.sh restart [26 28]  stop, then start (the outage tests use stop/start)
 #   scripts/docker-engines.sh endpoint N      prints unix://... of engine N
 # Run as root.
 set -euo pipefail
@@ -131,6 +132,10 @@ case $cmd in
     (($#)) || set -- 26 28
     for n in "$@"; do suite "$n" >/dev/null; "$cmd" "$n"; done
     ;;
+  restart)
+    (($#)) || set -- 26 28
+    for n in "$@"; do suite "$n" >/dev/null; stop "$n"; start "$n"; done
+    ;;
   endpoint) endpoint "${1:?engine}" ;;
-  *) die "usage: $0 start|stop [26 28] | endpoint N" ;;
+  *) die "usage: $0 start|stop|restart [26 28] | endpoint N" ;;
 esac
