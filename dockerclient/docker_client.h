@@ -35,6 +35,14 @@ struct StopOptions {
   int64_t timeout_seconds = 10;
 };
 
+// POST /containers/{id}/checkpoints: CRIU dumps the container's processes into
+// <checkpoint_dir>/<checkpoint_id>/ on the daemon's host.
+struct CheckpointOptions {
+  std::string checkpoint_id;
+  std::string checkpoint_dir;
+  bool exit = false;  // stop the container once dumped
+};
+
 // A terminal size as Docker takes it (rows, columns).
 struct ConsoleSize {
   uint16_t height = 0, width = 0;
@@ -109,6 +117,10 @@ class DockerClient {
   // `sink` piece by piece. An error from `sink` ends the export and is returned.
   virtual absl::Status ExportContainer(const common::Context& ctx, const std::string& id,
                                        const std::function<absl::Status(std::string_view)>& sink) = 0;
+
+  // Needs a daemon with experimental features and CRIU.
+  virtual absl::Status CreateCheckpoint(const common::Context& ctx, const std::string& id,
+                                        const CheckpointOptions& options) = 0;
 
   // Exec. CreateExec fails with FAILED_PRECONDITION when the container is not running.
   virtual absl::StatusOr<std::string> CreateExec(const common::Context& ctx, const std::string& container_id,

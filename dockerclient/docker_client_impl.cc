@@ -431,6 +431,19 @@ absl::Status DockerClientImpl::RemoveContainer(const common::Context& ctx, const
   return absl::OkStatus();
 }
 
+absl::Status DockerClientImpl::CreateCheckpoint(const common::Context& ctx, const std::string& id,
+                                                const CheckpointOptions& options) {
+  RETURN_IF_ERROR(CheckObjectId(id, "container"));
+  const std::string operation = absl::StrCat("checkpoint container ", id);
+  const json body = {{"CheckpointID", options.checkpoint_id},
+                     {"CheckpointDir", options.checkpoint_dir},
+                     {"Exit", options.exit}};
+  ASSIGN_OR_RETURN(HttpResponse response, Call(ctx, operation, "POST",
+                                               absl::StrCat("/containers/", Escape(id), "/checkpoints"), Dump(body)));
+  if (response.status != 201 && response.status != 200) return HttpError(response.status, response.body, operation);
+  return absl::OkStatus();
+}
+
 absl::Status DockerClientImpl::UpdateContainer(const common::Context& ctx, const std::string& id,
                                                const json& resources) {
   RETURN_IF_ERROR(CheckObjectId(id, "container"));

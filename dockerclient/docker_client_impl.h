@@ -59,6 +59,8 @@ class DockerClientImpl : public DockerClient {
   absl::Status StartContainer(const common::Context& ctx, const std::string& id) override;
   absl::Status StopContainer(const common::Context& ctx, const std::string& id, const StopOptions& options) override;
   absl::Status RemoveContainer(const common::Context& ctx, const std::string& id, bool force) override;
+  absl::Status CreateCheckpoint(const common::Context& ctx, const std::string& id,
+                                const CheckpointOptions& options) override;
   absl::Status UpdateContainer(const common::Context& ctx, const std::string& id,
                                const nlohmann::json& resources) override;
   absl::Status ExportContainer(const common::Context& ctx, const std::string& id,

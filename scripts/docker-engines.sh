@@ -13,6 +13,7 @@
 #
 #   scripts/docker-engines.sh start [26 28]   fetch, unpack and start (idempotent)
 #   scripts/docker-engines.sh stop [26 28]
+#   scripts/docker-engines.sh restart [26 28]  stop, then start (the outage tests use stop/start)
 #   scripts/docker-engines.sh endpoint N      prints unix://... of engine N
 # Run as root.
 set -euo pipefail
@@ -21,7 +22,10 @@ export PATH="$PATH:/usr/local/sbin:/usr/sbin:/sbin"
 E=${DOCKERSHIM_ENGINES_DIR:-/var/tmp/dockershim-test/engines}
 ARCHIVE=http://deb.debian.org/debian
 KEYRING=/usr/share/keyrings/debian-archive-keyring.gpg
-RUNTIMES_JSON='{"runtimes": {"runsc": {"path": "/usr/bin/runsc", "runtimeArgs": ["--network=none"]}, "runc-alt": {"path": "/usr/sbin/runc"}}}'
+RUNTIMES_JSON='{"runtimes": {"runsc": {"path": "/usr/bin/runsc", "runtimeArgs": ["--network=none"]}, "runc-alt": {"path": "/usr/sbin/runc"}}'
+# Engines started with "experimental": true (Docker's checkpoint API, for CheckpointContainer
+# with CRIU), e.g. DOCKERSHIM_ENGINES_EXPERIMENTAL=26; none by default.
+EXPERIMENTAL=" ${DOCKERSHIM_ENGINES_EXPERIMENTAL:-} "
 
 log() { echo "docker-engines: $*"; }
 die() { echo "docker-engines: error: $*" >&2; exit 1; }
@@ -87,7 +91,11 @@ start() { # n
     ip link set "$br" up
   fi
   mkdir -p "$dir"
-  echo "$RUNTIMES_JSON" >"$dir/daemon.json"
+  if [[ $EXPERIMENTAL == *" $n "* ]]; then
+    echo "$RUNTIMES_JSON, \"experimental\": true}" >"$dir/daemon.json"
+  else
+    echo "$RUNTIMES_JSON}" >"$dir/daemon.json"
+  fi
   rm -f "$dir/docker.pid" "$dir/docker.sock"
   log "starting docker $n (log: $dir/dockerd.log)"
   # containerd, its shims and docker-proxy come from the unpacked tree, runc from Debian 12
@@ -124,6 +132,10 @@ case $cmd in
     (($#)) || set -- 26 28
     for n in "$@"; do suite "$n" >/dev/null; "$cmd" "$n"; done
     ;;
+  restart)
+    (($#)) || set -- 26 28
+    for n in "$@"; do suite "$n" >/dev/null; stop "$n"; start "$n"; done
+    ;;
   endpoint) endpoint "${1:?engine}" ;;
-  *) die "usage: $0 start|stop [26 28] | endpoint N" ;;
+  *) die "usage: $0 start|stop|restart [26 28] | endpoint N" ;;
 esac

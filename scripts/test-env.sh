@@ -226,6 +226,8 @@ export DOCKERSHIM_TEST_AUTH_REGISTRY=127.0.0.1:$AUTH_PORT
 export DOCKERSHIM_TEST_AUTH_USER=$AUTH_USER
 export DOCKERSHIM_TEST_AUTH_PASSWORD=$AUTH_PASSWORD
 export DOCKERSHIM_TEST_CNI_BIN=$CNI_BIN
+# Stops and starts the private engines (26, 28) for the tests that restart dockerd.
+export DOCKERSHIM_TEST_ENGINE_CTL=$ROOT/scripts/docker-engines.sh
 EOF
 } >"$W/env.sh"
 log "ready in $((SECONDS - start))s; settings (source $W/env.sh):"

@@ -110,6 +110,7 @@ json ToJson(const SandboxCheckpoint& c) {
   data["ip"] = c.ip;
   data["additional_ips"] = c.additional_ips;
   data["network_torn_down"] = c.network_torn_down;
+  if (c.pending) data["pending"] = true;  // only when set, like pod_resources
   // Only when set: an older checkpoint re-encoded keeps its checksum.
   if (!c.pod_resources.is_null()) data["pod_resources"] = c.pod_resources;
   return data;
@@ -196,6 +197,7 @@ absl::StatusOr<SandboxCheckpoint> FromJson(const json& data) {
     }
   }
   RETURN_IF_ERROR(GetBool(data, "network_torn_down", &c.network_torn_down));
+  RETURN_IF_ERROR(GetBool(data, "pending", &c.pending));
   if (auto it = data.find("pod_resources"); it != data.end() && !it->is_null()) {
     if (!it->is_object()) return absl::InvalidArgumentError("field \"pod_resources\" is not an object");
     c.pod_resources = *it;
@@ -454,6 +456,8 @@ absl::StatusOr<SandboxCheckpoint> CheckpointStore::Read(const std::string& sandb
   if (!decoded.ok()) {
     std::string aside = absl::StrCat(path, kCorruptSuffix);
     if (::rename(path.c_str(), aside.c_str()) == 0) {
+      // Its age (RemoveCorruptOlderThan) counts from now, not from its last write.
+      ::utimensat(AT_FDCWD, aside.c_str(), nullptr, 0);
       LOG_WARN << "checkpoint for sandbox " << sandbox_id << " is unusable (" << decoded.status().message()
                << "); moved it to " << aside;
     } else {
@@ -513,6 +517,28 @@ std::vector<std::string> CheckpointStore::List() {
   }
   std::sort(ids.begin(), ids.end());
   return ids;
+}
+
+std::vector<std::string> CheckpointStore::RemoveCorruptOlderThan(absl::Duration age) {
+  std::vector<std::string> removed;
+  const absl::Time cutoff = absl::Now() - age;
+  std::lock_guard<std::mutex> lock(mu_);
+  DIR* d = ::opendir(dir_.c_str());
+  if (d == nullptr) return removed;
+  while (struct dirent* entry = ::readdir(d)) {
+    const std::string name = entry->d_name;
+    if (!EndsWith(name, kCorruptSuffix)) continue;
+    const std::string path = PathOf(name);
+    struct stat st;
+    if (::lstat(path.c_str(), &st) != 0 || absl::TimeFromTimespec(st.st_mtim) >= cutoff) continue;
+    if (::unlink(path.c_str()) == 0) {
+      removed.push_back(path);
+    } else {
+      LOG_WARN << "checkpoint: cannot remove old " << path << ": " << std::strerror(errno);
+    }
+  }
+  ::closedir(d);
+  return removed;
 }
 
 }  // namespace shim

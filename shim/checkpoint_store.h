@@ -15,6 +15,7 @@
 
 #include "absl/status/status.h"
 #include "absl/status/statusor.h"
+#include "absl/time/time.h"
 #include "shim/network/network_plugin.h"
 
 namespace shim {
@@ -31,6 +32,9 @@ struct SandboxCheckpoint {
   std::string ip;
   std::vector<std::string> additional_ips;
   bool network_torn_down = false;
+  // Set from the first write of RunPodSandbox until its last: a shim that finds it at
+  // start knows the sandbox was left half-created by a crash (sandbox_recovery.cc).
+  bool pending = false;
   // The pod-level resources of the last UpdatePodSandboxResources (in-place pod resize):
   // {"overhead": {...}, "resources": {...}}, each CRI LinuxContainerResources in its
   // JSON form; null until then (and in checkpoints written before the field existed).
@@ -52,6 +56,8 @@ class CheckpointStore {
   absl::Status Remove(const std::string& sandbox_id);
   // IDs of every readable checkpoint on disk.
   std::vector<std::string> List();
+  // Deletes the files set aside as corrupt more than `age` ago; returns their paths.
+  std::vector<std::string> RemoveCorruptOlderThan(absl::Duration age);
 
   std::string Directory() const { return dir_; }
 

@@ -24,6 +24,7 @@ CriService::CriService(Options options, dockerclient::DockerClient& docker, netw
 
 absl::Status CriService::Init() {
   RETURN_IF_ERROR(checkpoints_.Init());
+  CleanUpAfterCrash(common::Context::WithTimeout(absl::Seconds(60)));
   ResumeLogCopies(common::Context::WithTimeout(absl::Seconds(30)));
   if (absl::Status s = image_volumes_->Sweep(common::Context::WithTimeout(absl::Seconds(30))); !s.ok()) {
     LOG_WARN << "cannot sweep unused image volumes: " << s;

@@ -147,6 +147,9 @@ class CriService {
                                                             const v1::ListContainersRequest& req);
   // exec_sync.cc
   absl::StatusOr<v1::ExecSyncResponse> ExecSync(const common::Context& ctx, const v1::ExecSyncRequest& req);
+  // container_checkpoint.cc
+  absl::StatusOr<v1::CheckpointContainerResponse> CheckpointContainer(const common::Context& ctx,
+                                                                      const v1::CheckpointContainerRequest& req);
   // container_logs.cc
   absl::StatusOr<v1::ReopenContainerLogResponse> ReopenContainerLog(const common::Context& ctx,
                                                                     const v1::ReopenContainerLogRequest& req);
@@ -229,6 +232,11 @@ class CriService {
                                                              const v1::PodSandboxFilter& filter);
   // Removes the unpacked image trees that `labels` (of a removed container) bound, unless others use them.
   void RemoveUnusedImageVolumes(const common::Context& ctx, const dockerclient::Labels& labels);
+  // sandbox_recovery.cc: at start, removes what a crash left of half-created sandboxes
+  // (their infra container, network and checkpoint), network attachments of sandboxes
+  // that are gone, and corrupt checkpoints set aside a week ago.
+  void CleanUpAfterCrash(const common::Context& ctx);
+  absl::Status DiscardHalfCreatedSandbox(const common::Context& ctx, const std::string& id, const std::string& why);
   // Undoes a RunPodSandbox that failed after creating `id`.
   void RollBackSandbox(const std::string& id, bool network_attached, const network::PodNetworkRequest& net_req,
                        const std::string& network_name);

@@ -313,7 +313,8 @@ grpc::Status RuntimeServiceImpl::Status(grpc::ServerContext* ctx, const v1::Stat
 }
 
 grpc::Status RuntimeServiceImpl::CheckpointContainer(grpc::ServerContext* ctx, const v1::CheckpointContainerRequest* req, v1::CheckpointContainerResponse* resp) {
-  return Unimplemented("CheckpointContainer");
+  // The request's own timeout bounds it, not --runtime-request-timeout.
+  return Handle("CheckpointContainer", Unbounded(ctx, options_), *req, resp, [&](const common::Context& c, const auto& r) { return service_.CheckpointContainer(c, r); });
 }
 
 grpc::ServerWriteReactor<v1::ContainerEventResponse>* RuntimeServiceImpl::GetContainerEvents(grpc::CallbackServerContext*, const v1::GetEventsRequest*) {

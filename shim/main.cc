@@ -193,6 +193,7 @@ int main(int argc, char** argv) {
       cni.bin_dirs.emplace_back(dir);
     cni.conf_dir = f.cni_conf_dir;
     cni.cache_dir = f.cni_cache_dir;
+    cni.owner = "dockershim " + f.root_directory;
     network = std::make_unique<network::CniNetwork>(std::move(cni));
   } else {
     network = std::make_unique<network::DockerBridgeNetwork>(**docker);

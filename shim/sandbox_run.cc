@@ -1,9 +1,11 @@
 // RunPodSandbox: the pod's infra container, its network, its checkpoint.
 // Every step that fails undoes the steps before it.
+#include "absl/cleanup/cleanup.h"
 #include "absl/strings/str_cat.h"
 #include "absl/strings/str_join.h"
 #include "common/log.h"
 #include "common/status.h"
+#include "shim/creation_markers.h"
 #include "shim/cri_service.h"
 #include "shim/naming.h"
 #include "shim/sandbox_config.h"
@@ -94,6 +96,9 @@ absl::StatusOr<v1::RunPodSandboxResponse> CriService::RunPodSandbox(const common
 
   // Create. A container left with the same name by an earlier failed attempt is replaced.
   const std::string name = MakeSandboxName(config.metadata());
+  CreationMarkers markers(options_.root_directory);
+  RETURN_IF_ERROR(common::Annotate(markers.Mark(name), "RunPodSandbox"));
+  absl::Cleanup unmark = [&] { markers.Unmark(name); };
   absl::StatusOr<std::string> created = docker_.CreateContainer(ctx, name, body);
   if (absl::IsAlreadyExists(created.status())) {
     // Only a container known to be stopped is replaced; its network and
@@ -111,8 +116,10 @@ absl::StatusOr<v1::RunPodSandboxResponse> CriService::RunPodSandbox(const common
   if (!created.ok()) return common::Annotate(created.status(), "create pod infra container");
   const std::string id = *created;
 
-  // The checkpoint comes before start, so a crash after start still leaves what teardown needs.
+  // The checkpoint comes before start, so a crash after start still leaves what teardown
+  // needs; it stays `pending` until the sandbox is complete, so the next start can tell.
   SandboxCheckpoint checkpoint;
+  checkpoint.pending = true;
   checkpoint.sandbox_id = id;
   checkpoint.name = config.metadata().name();
   checkpoint.namespace_ = config.metadata().namespace_();
@@ -139,6 +146,7 @@ absl::StatusOr<v1::RunPodSandboxResponse> CriService::RunPodSandbox(const common
     return common::Annotate(s, "start pod infra container");
   }
 
+  std::string attached_network;  // set once the plugin attached the pod
   if (!host_network) {
     auto inspect = docker_.InspectContainer(ctx, id);
     if (!inspect.ok() || !inspect->state.running || inspect->state.pid <= 0) {
@@ -153,14 +161,16 @@ absl::StatusOr<v1::RunPodSandboxResponse> CriService::RunPodSandbox(const common
       RollBackSandbox(id, false, net_req, "");  // the plugin released what it had allocated
       return common::Annotate(attached.status(), absl::StrCat("set up pod network (", network_.Name(), ")"));
     }
+    attached_network = attached->network_name;
     checkpoint.network_name = attached->network_name;
     checkpoint.netns_path = net_req.netns_path;
     checkpoint.ip = attached->ip;
     checkpoint.additional_ips = attached->additional_ips;
-    if (absl::Status s = checkpoints_.Write(checkpoint); !s.ok()) {
-      RollBackSandbox(id, true, net_req, attached->network_name);
-      return common::Annotate(s, "write pod sandbox checkpoint");
-    }
+  }
+  checkpoint.pending = false;
+  if (absl::Status s = checkpoints_.Write(checkpoint); !s.ok()) {
+    RollBackSandbox(id, !host_network, net_req, attached_network);
+    return common::Annotate(s, "write pod sandbox checkpoint");
   }
   LOG_INFO << "pod sandbox " << checkpoint.namespace_ << "/" << checkpoint.name << " running as " << id
            << (host_network ? " (host network)" : absl::StrCat(" with IP ", checkpoint.ip));

@@ -102,7 +102,9 @@ void EventHub::Unsubscribe(const std::shared_ptr<Subscription>& subscription) {
 
 void EventHub::Connect() {
   if (halted_) return;
-  absl::StatusOr<std::string> api = docker_.Ping(common::Context::WithTimeout(kPingTimeout));
+  common::Context ping = common::Context::WithTimeout(kPingTimeout);
+  ping.is_cancelled = [this] { return stopping_.load(); };
+  absl::StatusOr<std::string> api = docker_.Ping(ping);
   if (!api.ok()) return OnStreamEnd(api.status());
   dockerclient::EventStreamOptions options;
   options.socket_path = options_.docker_socket_path;
@@ -174,6 +176,7 @@ void EventHub::Stop() {
     stopped_ = true;
     subscribers.swap(subscribers_);
   }
+  stopping_ = true;
   std::promise<void> done;
   asio::post(ioc_, [this, &done] {
     halted_ = true;

@@ -7,6 +7,7 @@
 // stream ends RESOURCE_EXHAUSTED) and never slows the others. A broken Docker stream
 // (dockerd restarting) is resumed with backoff from about the last event's time, and
 // the events Docker sends again are skipped.
+#include <atomic>
 #include <cstddef>
 #include <deque>
 #include <functional>
@@ -112,6 +113,8 @@ class EventHub {
   int64_t last_nanos_ = 0;   // the newest event's time
   std::map<int64_t, std::set<std::string>> recent_;  // id+action of the last second's events, by time
   bool halted_ = false;
+  // Set by Stop before it waits for the thread: cancels a Ping in progress.
+  std::atomic<bool> stopping_{false};
   std::thread thread_;
 };
 

@@ -39,6 +39,9 @@ struct CniNetwork::Cached {
 namespace {
 
 constexpr char kCacheKind[] = "cniCacheV1";
+// Marks the cache files this shim wrote (CniOptions::owner), so that only those are ever
+// released as orphans (another runtime on the node may share the cache dir). libcni ignores it.
+constexpr char kCreatedByKey[] = "createdBy";
 // Undoing a failed ADD must not be cut short by the caller's deadline, which may be
 // what made the ADD fail.
 constexpr absl::Duration kRollbackTimeout = absl::Seconds(30);
@@ -226,7 +229,8 @@ absl::StatusOr<PodNetworkStatus> CniNetwork::SetUp(const common::Context& ctx, c
                 {"netns", attachment.netns},
                 {"cniArgs", attachment.cni_args},
                 {"capabilityArgs", attachment.capability_args},
-                {"result", result}};
+                {"result", result},
+                {kCreatedByKey, options_.owner}};
   if (absl::Status s = WriteFileAtomically(CacheFile(config->name, req.sandbox_id), Dump(cache)); !s.ok())
     return fail(s);
 
@@ -323,6 +327,22 @@ absl::Status CniNetwork::TearDown(const common::Context& ctx, const PodNetworkRe
     }
   }
   return absl::OkStatus();
+}
+
+std::vector<RecordedAttachment> CniNetwork::RecordedAttachments() const {
+  std::vector<RecordedAttachment> found;
+  std::error_code ec;
+  for (const auto& entry : std::filesystem::directory_iterator(options_.cache_dir + "/results", ec)) {
+    std::optional<std::string> text = ReadWholeFile(entry.path().string());
+    if (!text) continue;
+    json doc = json::parse(*text, nullptr, /*allow_exceptions=*/false);
+    if (!doc.is_object() || doc["kind"] != kCacheKind || doc[kCreatedByKey] != options_.owner) continue;
+    if (!doc["networkName"].is_string() || !doc["containerId"].is_string()) continue;
+    RecordedAttachment a{doc["networkName"].get<std::string>(), doc["containerId"].get<std::string>()};
+    // Only a file at the name TearDown would remove.
+    if (entry.path().string() == CacheFile(a.network_name, a.sandbox_id)) found.push_back(std::move(a));
+  }
+  return found;
 }
 
 absl::Status CniNetwork::Check(const common::Context& ctx, const PodNetworkRequest& req,

@@ -24,6 +24,10 @@ struct CniOptions {
   // How often the conf dir is checked for changes (a stat of the dir and its config
   // files; files are parsed again only when one changed).
   absl::Duration rescan_interval = absl::Seconds(1);
+  // Written into each cache file ("createdBy"): RecordedAttachments lists only those with
+  // this value, so shims sharing the cache dir (one per Docker) never release each
+  // other's. main.cc makes it unique per root directory.
+  std::string owner = "dockershim";
 };
 
 class CniNetwork : public NetworkPlugin {
@@ -52,6 +56,8 @@ class CniNetwork : public NetworkPlugin {
   // Sent as "ipRanges" to plugins declaring that capability; comma-separated for
   // dual-stack, as kubelet passes it.
   void SetPodCidr(const std::string& cidr) override;
+  // The cache files marked with this shim's `owner`.
+  std::vector<RecordedAttachment> RecordedAttachments() const override;
 
   std::string CacheFile(const std::string& network_name, const std::string& container_id) const;
 

@@ -45,6 +45,11 @@ struct PodNetworkStatus {
   std::string interface = "eth0";
 };
 
+// An attachment the plugin keeps a record of (what SetUp cached for TearDown).
+struct RecordedAttachment {
+  std::string network_name, sandbox_id;
+};
+
 class NetworkPlugin {
  public:
   virtual ~NetworkPlugin() = default;
@@ -61,6 +66,9 @@ class NetworkPlugin {
   virtual absl::Status TearDown(const common::Context& ctx, const PodNetworkRequest& req,
                                 const std::string& network_name) = 0;
   virtual void SetPodCidr(const std::string& cidr) = 0;
+  // The attachments this shim made and has not torn down, so that those of sandboxes
+  // that vanished can be; none for a plugin that keeps no record.
+  virtual std::vector<RecordedAttachment> RecordedAttachments() const { return {}; }
 };
 
 }  // namespace network

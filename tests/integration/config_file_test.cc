@@ -6,7 +6,7 @@
 #include <fstream>
 
 #include "tests/integration/env.h"
-#include "tests/integration/shim_process.h"
+#include "tests/integration/daemon.h"
 
 namespace {
 
@@ -25,11 +25,11 @@ class ConfigFileTest : public ::testing::Test {
     std::ofstream(dir_ / name) << text;
     return (dir_ / name).string();
   }
-  testenv::ProcessExit Run(const std::vector<std::string>& args) {
-    testenv::ShimProcess shim(dir_, args);
+  testenv::Exit Run(const std::vector<std::string>& args) {
+    testenv::Daemon shim(dir_, args);
     auto e = shim.Wait(std::chrono::seconds(10));
     EXPECT_TRUE(e.has_value()) << "still running";
-    return e.value_or(testenv::ProcessExit{});
+    return e.value_or(testenv::Exit{});
   }
   static int Lines(const std::string& text) { return static_cast<int>(std::count(text.begin(), text.end(), '\n')); }
 

@@ -1,13 +1,15 @@
 #pragma once
 // The dockershim binary as a child process, its stdout and stderr in files of a
-// directory: what tests that run the real daemon share.
+// directory: what tests that run the real daemon share. Optionally run as systemd runs
+// it: extra environment and, for socket activation, a listening socket as fd 3 with
+// LISTEN_FDS=1 and LISTEN_PID=<its pid>.
 #include <fcntl.h>
 #include <signal.h>
-#include <spawn.h>
 #include <sys/wait.h>
 #include <unistd.h>
 
 #include <chrono>
+#include <cstring>
 #include <filesystem>
 #include <fstream>
 #include <optional>
@@ -34,30 +36,63 @@ inline std::string ReadFile(const std::filesystem::path& p) {
 
 class Daemon {
  public:
-  Daemon(const std::filesystem::path& dir, std::vector<std::string> args) : dir_(dir) {
-    posix_spawn_file_actions_t actions;
-    posix_spawn_file_actions_init(&actions);
-    posix_spawn_file_actions_addopen(&actions, 1, (dir / "stdout").c_str(), O_WRONLY | O_CREAT | O_TRUNC, 0600);
-    posix_spawn_file_actions_addopen(&actions, 2, (dir / "stderr").c_str(), O_WRONLY | O_CREAT | O_TRUNC, 0600);
+  Daemon(const std::filesystem::path& dir, std::vector<std::string> args, std::vector<std::string> env = {},
+              int listen_fd = -1)
+      : dir_(dir) {
     args.insert(args.begin(), DOCKERSHIM_BINARY);
-    std::vector<char*> argv;
+    for (char** e = environ; *e; ++e) env.emplace_back(*e);
+    // The child fills in its own pid (digits only: nothing but async-signal-safe
+    // calls between fork and exec).
+    if (listen_fd >= 0) {
+      env.emplace_back("LISTEN_FDS=1");
+      env.emplace_back("LISTEN_PID=" + std::string(20, '\0'));
+    }
+    std::vector<char*> argv, envp;
     for (auto& a : args) argv.push_back(a.data());
     argv.push_back(nullptr);
-    if (posix_spawn(&pid_, DOCKERSHIM_BINARY, &actions, nullptr, argv.data(), environ) != 0) pid_ = -1;
-    posix_spawn_file_actions_destroy(&actions);
+    for (auto& e : env) envp.push_back(e.data());
+    envp.push_back(nullptr);
+    char* listen_pid = listen_fd >= 0 ? envp[envp.size() - 2] + std::strlen("LISTEN_PID=") : nullptr;
+    const std::string out = (dir / "stdout").string(), err = (dir / "stderr").string();
+    pid_ = ::fork();
+    if (pid_ != 0) return;
+    const int o = ::open(out.c_str(), O_WRONLY | O_CREAT | O_TRUNC, 0600);
+    const int e = ::open(err.c_str(), O_WRONLY | O_CREAT | O_TRUNC, 0600);
+    ::dup2(o, 1);
+    ::dup2(e, 2);
+    if (listen_fd >= 0) {
+      if (listen_fd == 3) {
+        ::fcntl(3, F_SETFD, 0);
+      } else {
+        ::dup2(listen_fd, 3);  // dup2 clears close-on-exec
+      }
+      char digits[20];
+      int n = 0;
+      for (pid_t p = ::getpid(); p > 0; p /= 10) digits[n++] = static_cast<char>('0' + p % 10);
+      for (int i = 0; i < n; ++i) listen_pid[i] = digits[n - 1 - i];
+    }
+    ::execve(argv[0], argv.data(), envp.data());
+    ::_exit(127);
   }
   ~Daemon() {
     if (pid_ > 0) {
-      kill(pid_, SIGKILL);
-      waitpid(pid_, nullptr, 0);
+      ::kill(pid_, SIGKILL);
+      ::waitpid(pid_, nullptr, 0);
     }
   }
+  Daemon(const Daemon&) = delete;
+  Daemon& operator=(const Daemon&) = delete;
+
+  pid_t pid() const { return pid_; }
+  void Signal(int sig) { ::kill(pid_, sig); }
+  std::string Stderr() const { return ReadFile(dir_ / "stderr"); }
+
   // Waits up to `timeout` for the process to end.
   std::optional<Exit> Wait(std::chrono::milliseconds timeout) {
-    auto until = std::chrono::steady_clock::now() + timeout;
+    const auto until = std::chrono::steady_clock::now() + timeout;
     while (std::chrono::steady_clock::now() < until) {
       int status = 0;
-      if (waitpid(pid_, &status, WNOHANG) == pid_) {
+      if (::waitpid(pid_, &status, WNOHANG) == pid_) {
         pid_ = -1;
         Exit e;
         e.code = WIFEXITED(status) ? WEXITSTATUS(status) : 128 + WTERMSIG(status);
@@ -69,8 +104,6 @@ class Daemon {
     }
     return std::nullopt;
   }
-  void Signal(int sig) { kill(pid_, sig); }
-  std::string Stderr() const { return ReadFile(dir_ / "stderr"); }
 
  private:
   std::filesystem::path dir_;

@@ -15,7 +15,7 @@
 #include "common/unique_fd.h"
 #include "tests/integration/env.h"
 #include "tests/integration/shell.h"
-#include "tests/integration/shim_process.h"
+#include "tests/integration/daemon.h"
 
 namespace {
 
@@ -121,7 +121,7 @@ TEST_F(SystemdTest, SocketActivatedNotifyServiceServesCriAndStopsCleanly) {
   common::UniqueFd notify = UnixSocket(SOCK_DGRAM, (dir_ / "notify").string());
   ASSERT_TRUE(notify) << std::strerror(errno);
   NotifyLog log(std::move(notify));
-  testenv::ShimProcess shim(dir_, Args(), {"NOTIFY_SOCKET=" + (dir_ / "notify").string(), "WATCHDOG_USEC=400000"},
+  testenv::Daemon shim(dir_, Args(), {"NOTIFY_SOCKET=" + (dir_ / "notify").string(), "WATCHDOG_USEC=400000"},
                             listener.get());
   listener.Reset();  // the child holds it now, as systemd would
   ASSERT_TRUE(log.WaitFor("READY=1", 1, std::chrono::seconds(30))) << shim.Stderr();
@@ -233,7 +233,7 @@ TEST_F(SystemdTest, SocketActivatedNotifyServiceServesCriAndStopsCleanly) {
 }
 
 TEST_F(SystemdTest, FdEndpointWithoutASocketFromSystemdExitsTwo) {
-  testenv::ShimProcess shim(dir_, Args());
+  testenv::Daemon shim(dir_, Args());
   auto e = shim.Wait(std::chrono::seconds(10));
   ASSERT_TRUE(e.has_value());
   EXPECT_EQ(e->code, 2);
@@ -242,7 +242,7 @@ TEST_F(SystemdTest, FdEndpointWithoutASocketFromSystemdExitsTwo) {
 
 TEST_F(SystemdTest, APassedFdThatIsNotAListeningSocketExitsTwo) {
   common::UniqueFd notlistening(::socket(AF_UNIX, SOCK_STREAM | SOCK_CLOEXEC, 0));
-  testenv::ShimProcess shim(dir_, Args(), {}, notlistening.get());
+  testenv::Daemon shim(dir_, Args(), {}, notlistening.get());
   auto e = shim.Wait(std::chrono::seconds(10));
   ASSERT_TRUE(e.has_value());
   EXPECT_EQ(e->code, 2);

@@ -222,6 +222,20 @@ TEST_F(CniNetworkTest, SetUpRejectsBadRequests) {
   EXPECT_TRUE(state_->calls.empty());
 }
 
+TEST_F(CniNetworkTest, RecordedAttachmentsAreTheCacheFilesThisShimWrote) {
+  WriteConf("10-podnet.conflist", kChain);
+  ASSERT_TRUE(network_->SetUp(ctx_, req_).ok());
+  // One that cri-dockerd (or another runtime sharing the dir) wrote: not ours to release.
+  std::ofstream(dir_.path() + "/cache/results/podnet-" + std::string(64, 'c') + "-eth0")
+      << R"({"kind":"cniCacheV1","containerId":")" << std::string(64, 'c') << R"(","networkName":"podnet"})";
+  std::vector<RecordedAttachment> found = network_->RecordedAttachments();
+  ASSERT_EQ(found.size(), 1u);
+  EXPECT_EQ(found[0].network_name, "podnet");
+  EXPECT_EQ(found[0].sandbox_id, kSandbox);
+  ASSERT_TRUE(network_->TearDown(ctx_, req_, "podnet").ok());
+  EXPECT_TRUE(network_->RecordedAttachments().empty());
+}
+
 TEST_F(CniNetworkTest, TearDownUsesTheCachedConfigAfterTheConfDirChanged) {
   WriteConf("10-podnet.conflist", kChain);
   ASSERT_TRUE(network_->SetUp(ctx_, req_).ok());

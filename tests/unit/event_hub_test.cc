@@ -258,6 +258,21 @@ TEST_F(EventHubTest, RetriesWhileDockerIsDown) {
   EXPECT_EQ(Targets().size(), 1u);
 }
 
+TEST_F(EventHubTest, StopCancelsAPingThatDockerDoesNotAnswer) {
+  std::atomic<bool> pinging{false}, cancelled{false};
+  docker_.on_ping = [&](const common::Context& ctx) {
+    pinging = true;
+    while (!ctx.Cancelled() && !ctx.Expired()) absl::SleepFor(absl::Milliseconds(5));
+    cancelled = ctx.Cancelled();
+  };
+  Serve([&](int fd, int) { Hold(fd); });
+  auto s = Subscribe();
+  ASSERT_TRUE(Eventually([&] { return pinging.load(); }));
+  hub_->Stop();
+  EXPECT_TRUE(cancelled) << "Stop waited for the Ping's own deadline";
+  ASSERT_TRUE(s->End().has_value());
+}
+
 TEST_F(EventHubTest, SubscribingAfterStopEndsAtOnce) {
   Serve([&](int fd, int) { Hold(fd); });
   hub_->Stop();

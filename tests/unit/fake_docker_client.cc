@@ -1,5 +1,8 @@
 #include "tests/unit/fake_docker_client.h"
 
+#include <filesystem>
+#include <fstream>
+
 #include <sys/socket.h>
 
 #include <algorithm>
@@ -212,7 +215,8 @@ std::string FakeDockerClient::FindContainerId(const std::string& id_or_name) con
   return "";
 }
 
-absl::StatusOr<std::string> FakeDockerClient::Ping(const common::Context&) {
+absl::StatusOr<std::string> FakeDockerClient::Ping(const common::Context& ctx) {
+  if (on_ping) on_ping(ctx);
   std::lock_guard lock(mu_);
   if (auto s = Record("Ping"); !s.ok()) return s;
   return version.api_version;
@@ -471,6 +475,23 @@ absl::Status FakeDockerClient::ExportContainer(const common::Context&, const std
   for (size_t at = 0; at < archive.size(); at += 700) {
     if (absl::Status s = sink(std::string_view(archive).substr(at, 700)); !s.ok()) return s;
   }
+  return absl::OkStatus();
+}
+
+absl::Status FakeDockerClient::CreateCheckpoint(const common::Context& ctx, const std::string& id,
+                                                const dockerclient::CheckpointOptions& options) {
+  std::lock_guard lock(mu_);
+  if (auto s = Record("CreateCheckpoint"); !s.ok()) return s;
+  const std::string found = FindContainerId(id);
+  if (found.empty()) return absl::NotFoundError(absl::StrCat("checkpoint container ", id, ": No such container"));
+  if (!containers_.at(found).inspect.state.running)
+    return absl::FailedPreconditionError(absl::StrCat("checkpoint container ", id, ": container is not running"));
+  last_checkpoint = options;
+  last_checkpoint_deadline = ctx.deadline;
+  const std::string dir = options.checkpoint_dir + "/" + options.checkpoint_id;
+  std::filesystem::create_directories(dir);
+  std::ofstream(dir + "/inventory.img") << "criu inventory of " << found;
+  std::ofstream(dir + "/pages-1.img") << std::string(3000, 'p');
   return absl::OkStatus();
 }
 

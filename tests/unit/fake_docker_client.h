@@ -103,6 +103,15 @@ class FakeDockerClient : public dockerclient::DockerClient {
   // end-of-archive blocks when none were set.
   absl::Status ExportContainer(const common::Context& ctx, const std::string& id,
                                const std::function<absl::Status(std::string_view)>& sink) override;
+  // Plays CRIU: writes <dir>/<checkpoint_id>/{inventory.img,pages-1.img} for a running
+  // container and remembers the options and the caller's deadline.
+  absl::Status CreateCheckpoint(const common::Context& ctx, const std::string& id,
+                                const dockerclient::CheckpointOptions& options) override;
+  dockerclient::CheckpointOptions last_checkpoint;
+  absl::Time last_checkpoint_deadline;
+  // Runs at each Ping, before anything else and without the fake's lock (e.g. to block
+  // as a dockerd that accepts but does not answer).
+  std::function<void(const common::Context&)> on_ping;
   absl::StatusOr<std::string> CreateExec(const common::Context& ctx, const std::string& container_id,
                                          const dockerclient::ExecConfig& config) override;
   absl::Status RunExec(const common::Context& ctx, const std::string& exec_id, bool tty,
