@@ -37,12 +37,15 @@ absl::StatusOr<v1::ListContainersResponse> CriService::ListContainers(const comm
   const v1::ContainerFilter& filter = req.filter();
   dockerclient::ListContainersOptions list;
   list.all = true;
-  for (const auto& [k, v] : filter.label_selector()) list.label_filter[k] = v;
+  if (FitsDockerLabelFilter(filter.label_selector()))
+    for (const auto& [k, v] : filter.label_selector()) list.label_filter[k] = v;
   list.label_filter[kContainerTypeLabel] = kContainerTypeContainer;
   if (!filter.pod_sandbox_id().empty()) {
     // crictl passes ID prefixes; the label holds the full ID.
     absl::StatusOr<dockerclient::ContainerInspect> sandbox = InspectSandbox(ctx, filter.pod_sandbox_id());
-    if (absl::IsNotFound(sandbox.status())) return v1::ListContainersResponse();
+    // A filter on a sandbox that is gone, or on an ID that is no sandbox, matches nothing.
+    if (absl::IsNotFound(sandbox.status()) || absl::IsInvalidArgument(sandbox.status()))
+      return v1::ListContainersResponse();
     RETURN_IF_ERROR(sandbox.status());
     list.label_filter[kSandboxIdLabel] = sandbox->id;
   }
