@@ -2,11 +2,8 @@
 // status codes, credentials kept out of logs, and a clean SIGTERM.
 #include <grpcpp/grpcpp.h>
 #include <gtest/gtest.h>
-#include <fcntl.h>
 #include <signal.h>
-#include <spawn.h>
 #include <sys/stat.h>
-#include <sys/wait.h>
 #include <unistd.h>
 
 #include <algorithm>
@@ -19,72 +16,17 @@
 #include <thread>
 
 #include "api/cri.h"
+#include "tests/integration/daemon.h"
 #include "tests/integration/env.h"
 #include "tests/integration/shell.h"
-
-extern char** environ;
 
 namespace {
 
 namespace fs = std::filesystem;
 namespace v1 = runtime::v1;
-
-struct Exit {
-  int code = -1;
-  std::string stdout_text, stderr_text;
-};
-
-std::string ReadFile(const fs::path& p) {
-  std::ifstream in(p);
-  std::stringstream ss;
-  ss << in.rdbuf();
-  return ss.str();
-}
-
-class Daemon {
- public:
-  Daemon(const fs::path& dir, std::vector<std::string> args) : dir_(dir) {
-    posix_spawn_file_actions_t actions;
-    posix_spawn_file_actions_init(&actions);
-    posix_spawn_file_actions_addopen(&actions, 1, (dir / "stdout").c_str(), O_WRONLY | O_CREAT | O_TRUNC, 0600);
-    posix_spawn_file_actions_addopen(&actions, 2, (dir / "stderr").c_str(), O_WRONLY | O_CREAT | O_TRUNC, 0600);
-    args.insert(args.begin(), DOCKERSHIM_BINARY);
-    std::vector<char*> argv;
-    for (auto& a : args) argv.push_back(a.data());
-    argv.push_back(nullptr);
-    if (posix_spawn(&pid_, DOCKERSHIM_BINARY, &actions, nullptr, argv.data(), environ) != 0) pid_ = -1;
-    posix_spawn_file_actions_destroy(&actions);
-  }
-  ~Daemon() {
-    if (pid_ > 0) {
-      kill(pid_, SIGKILL);
-      waitpid(pid_, nullptr, 0);
-    }
-  }
-  // Waits up to `timeout` for the process to end.
-  std::optional<Exit> Wait(std::chrono::milliseconds timeout) {
-    auto until = std::chrono::steady_clock::now() + timeout;
-    while (std::chrono::steady_clock::now() < until) {
-      int status = 0;
-      if (waitpid(pid_, &status, WNOHANG) == pid_) {
-        pid_ = -1;
-        Exit e;
-        e.code = WIFEXITED(status) ? WEXITSTATUS(status) : 128 + WTERMSIG(status);
-        e.stdout_text = ReadFile(dir_ / "stdout");
-        e.stderr_text = ReadFile(dir_ / "stderr");
-        return e;
-      }
-      std::this_thread::sleep_for(std::chrono::milliseconds(20));
-    }
-    return std::nullopt;
-  }
-  void Signal(int sig) { kill(pid_, sig); }
-  std::string Stderr() const { return ReadFile(dir_ / "stderr"); }
-
- private:
-  fs::path dir_;
-  pid_t pid_ = -1;
-};
+using testenv::Daemon;
+using testenv::Exit;
+using testenv::ReadFile;
 
 class DaemonTest : public ::testing::Test {
  protected:
@@ -105,14 +47,7 @@ class DaemonTest : public ::testing::Test {
             "--network-plugin", "docker", "--root-directory", (dir_ / "root").string(), "--log-level", "debug",
             "--pod-infra-container-image", testenv::PauseImage()};
   }
-  bool WaitForSocket() {
-    for (int i = 0; i < 250; ++i) {
-      struct stat st;
-      if (::stat(socket_.c_str(), &st) == 0 && S_ISSOCK(st.st_mode)) return true;
-      std::this_thread::sleep_for(std::chrono::milliseconds(20));
-    }
-    return false;
-  }
+  bool WaitForSocket() { return testenv::WaitForSocket(socket_); }
   std::shared_ptr<grpc::Channel> Channel() {
     return grpc::CreateChannel("unix://" + socket_, grpc::InsecureChannelCredentials());
   }
