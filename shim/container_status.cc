@@ -43,9 +43,7 @@ absl::StatusOr<v1::ListContainersResponse> CriService::ListContainers(const comm
   if (!filter.pod_sandbox_id().empty()) {
     // crictl passes ID prefixes; the label holds the full ID.
     absl::StatusOr<dockerclient::ContainerInspect> sandbox = InspectSandbox(ctx, filter.pod_sandbox_id());
-    // A filter on a sandbox that is gone, or on an ID that is no sandbox, matches nothing.
-    if (absl::IsNotFound(sandbox.status()) || absl::IsInvalidArgument(sandbox.status()))
-      return v1::ListContainersResponse();
+    if (absl::IsNotFound(sandbox.status())) return v1::ListContainersResponse();
     RETURN_IF_ERROR(sandbox.status());
     list.label_filter[kSandboxIdLabel] = sandbox->id;
   }

@@ -22,13 +22,7 @@ absl::Status RequireId(const std::string& id, const char* rpc) {
 absl::StatusOr<dockerclient::ContainerInspect> CriService::InspectSandbox(const common::Context& ctx,
                                                                           const std::string& id) {
   ASSIGN_OR_RETURN(dockerclient::ContainerInspect inspect, docker_.InspectContainer(ctx, id));
-  const std::string type = LabelValue(inspect.labels, kContainerTypeLabel);
-  // Not NOT_FOUND: Stop and Remove would take that for a sandbox already gone and answer OK.
-  if (type == kContainerTypeContainer) {
-    return absl::InvalidArgumentError(absl::StrCat("container ", id,
-                                                   " is a pod's container, not a pod sandbox; use the container RPCs"));
-  }
-  if (type != kContainerTypeSandbox)
+  if (LabelValue(inspect.labels, kContainerTypeLabel) != kContainerTypeSandbox)
     return absl::NotFoundError(absl::StrCat("pod sandbox ", id, " not found (container ", inspect.id,
                                             " is not a pod infra container)"));
   return inspect;

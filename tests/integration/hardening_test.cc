@@ -324,8 +324,11 @@ TEST_F(HardeningTest, IdsOfTheWrongKindLeaveThePodAlone) {
     const std::string wrong = sandbox_rpc ? created.container_id() : ran.pod_sandbox_id();
     SCOPED_TRACE(rpc);
     s = c.call(*runtime, *images, wrong);
-    EXPECT_NE(s.error_code(), grpc::StatusCode::OK) << "a " << (sandbox_rpc ? "container" : "sandbox")
-                                                    << " ID must not be taken for the other kind";
+    // No sandbox has a container's ID: Stop and Remove of one are idempotent OKs; any
+    // other answer says NOT_FOUND, or INVALID_ARGUMENT for a sandbox's ID to
+    // StopContainer/RemoveContainer. Either way both keep running (checked below).
+    const bool idempotent = rpc == "StopPodSandbox" || rpc == "RemovePodSandbox";
+    if (idempotent && s.ok()) continue;
     EXPECT_TRUE(s.error_code() == grpc::StatusCode::NOT_FOUND || s.error_code() == grpc::StatusCode::INVALID_ARGUMENT)
         << s.error_code() << ": " << s.error_message();
     EXPECT_FALSE(s.error_message().empty());

@@ -55,15 +55,17 @@ struct Allowed {
 
 const std::map<std::string, Allowed>& Table() {
   static const auto* table = new std::map<std::string, Allowed>{
-      // RuntimeService. Stop and Remove are idempotent: an ID that names nothing is OK.
+      // RuntimeService. Stop and Remove are idempotent: an ID that names no sandbox is OK
+      // (and the container it names is left alone: the snapshot checks it); a sandbox's
+      // ID to StopContainer/RemoveContainer is INVALID_ARGUMENT, as it names a container.
       {"Version", {"O", "-", "-", "-"}},
       {"RunPodSandbox", {"I", "I", "-", "I"}},
-      {"StopPodSandbox", {"I", "O", "I", "-"}},
-      {"RemovePodSandbox", {"I", "O", "I", "-"}},
-      {"PodSandboxStatus", {"I", "N", "I", "-"}},
+      {"StopPodSandbox", {"I", "O", "O", "-"}},
+      {"RemovePodSandbox", {"I", "O", "O", "-"}},
+      {"PodSandboxStatus", {"I", "N", "N", "-"}},
       {"ListPodSandbox", {"O", "O", "O", "O"}},  // a filter matching nothing lists nothing
       {"StreamPodSandboxes", {"O", "O", "O", "O"}},
-      {"CreateContainer", {"I", "N", "I", "I"}},
+      {"CreateContainer", {"I", "N", "N", "I"}},
       {"StartContainer", {"I", "N", "N", "-"}},
       {"StopContainer", {"I", "O", "I", "-"}},
       {"RemoveContainer", {"I", "O", "I", "-"}},
@@ -75,7 +77,7 @@ const std::map<std::string, Allowed>& Table() {
       {"ExecSync", {"I", "N", "N", "-"}},
       {"Exec", {"I", "N", "N", "-"}},
       {"Attach", {"I", "N", "N", "-"}},
-      {"PortForward", {"I", "N", "I", "-"}},
+      {"PortForward", {"I", "N", "N", "-"}},
       {"ContainerStats", {"I", "N", "N", "-"}},
       {"ListContainerStats", {"O", "O", "O", "O"}},
       {"StreamContainerStats", {"O", "O", "O", "O"}},
@@ -90,7 +92,7 @@ const std::map<std::string, Allowed>& Table() {
       {"ListPodSandboxMetrics", {"O", "-", "-", "-"}},
       {"StreamPodSandboxMetrics", {"O", "-", "-", "-"}},
       {"RuntimeConfig", {"O", "-", "-", "-"}},
-      {"UpdatePodSandboxResources", {"I", "N", "I", "-"}},
+      {"UpdatePodSandboxResources", {"I", "N", "N", "-"}},
       // ImageService. "a/b" is a well-formed reference (of nothing here); a container ID
       // reads as an image ID; the huge case asks for an image Docker lacks.
       {"ListImages", {"O", "IO", "O", "O"}},
