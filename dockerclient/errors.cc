@@ -21,7 +21,11 @@ std::string DockerErrorMessage(std::string_view body) {
 
 absl::StatusCode CodeForHttpStatus(int http_status, ConflictMeans conflict) {
   switch (http_status) {
-    case 400: return absl::StatusCode::kInvalidArgument;
+    case 400:
+    // A name, ID or body too large for dockerd's HTTP server: only a request can make one.
+    case 413:
+    case 414:
+    case 431: return absl::StatusCode::kInvalidArgument;
     case 401: return absl::StatusCode::kUnauthenticated;
     case 403: return absl::StatusCode::kPermissionDenied;
     case 404: return absl::StatusCode::kNotFound;

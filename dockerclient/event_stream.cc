@@ -1,5 +1,6 @@
 #include "dockerclient/event_stream.h"
 
+#include <limits>
 #include <utility>
 
 #include <nlohmann/json.hpp>
@@ -41,7 +42,9 @@ absl::StatusOr<DockerEvent> ParseEventLine(std::string_view line) {
   if (auto nano = parsed.find("timeNano"); nano != parsed.end() && nano->is_number_integer()) {
     event.time_nano = nano->get<int64_t>();
   } else if (auto secs = parsed.find("time"); secs != parsed.end() && secs->is_number_integer()) {
-    event.time_nano = secs->get<int64_t>() * 1000000000;
+    // Seconds past year 2262 do not fit in nanoseconds: such a line is not an event.
+    if (const int64_t s = secs->get<int64_t>(); s > 0 && s <= std::numeric_limits<int64_t>::max() / 1000000000)
+      event.time_nano = s * 1000000000;
   }
   if (event.type.empty() || event.action.empty() || event.id.empty() || event.time_nano <= 0) {
     return absl::InvalidArgumentError("docker event: Type, Action, Actor.ID or time missing");

@@ -22,7 +22,9 @@ std::string Str(const json& j, const char* key) {
 int64_t Int(const json& j, const char* key) {
   const json& v = Field(j, key);
   if (v.is_number_integer()) return v.get<int64_t>();
-  if (v.is_number_float()) return static_cast<int64_t>(v.get<double>());
+  // A float outside int64's range (or NaN) has no integer to convert to (UB): 0.
+  if (v.is_number_float() && v.get<double>() >= -0x1p63 && v.get<double>() < 0x1p63)
+    return static_cast<int64_t>(v.get<double>());
   return 0;
 }
 

@@ -3,7 +3,8 @@
 # builds with CMake/Ninja in ./build (warnings are errors), then runs the unit tests, the
 # integration tests (real dockerd, registries on 127.0.0.1, CNI plugins) with ctest once
 # per Docker Engine (20.10, 26.1, 28.5; DOCKERSHIM_TEST_ENGINES="20" tests only 20.10),
-# and a bounded libFuzzer run of every parser (scripts/fuzz.sh).
+# the unit tests again under ASan and UBSan (scripts/sanitize.sh), and a bounded
+# libFuzzer run of every parser (scripts/fuzz.sh).
 # Exits non-zero on any failure. BENCH=1 also runs the benchmarks briefly.
 # Run as root on Debian 12: sudo ./scripts/test.sh
 set -euo pipefail
@@ -34,6 +35,8 @@ cmake --build "$BUILD" -j2
 failed=()
 step "unit tests"
 ctest --test-dir "$BUILD" --output-on-failure -L unit -j2 --timeout 300 || failed+=(unit)
+step "unit tests under ASan and UBSan (scripts/sanitize.sh)"
+scripts/sanitize.sh || failed+=(sanitize)
 for engine in $DOCKERSHIM_TEST_ENGINES; do
   DOCKERSHIM_TEST_ENGINE=$engine
   # shellcheck source=/dev/null

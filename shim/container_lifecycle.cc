@@ -27,6 +27,20 @@ absl::Status RequireContainerId(const std::string& id, const char* rpc) {
   return absl::OkStatus();
 }
 
+// Stop and Remove act only on the kubelet's containers: not on a pod's infra container
+// (its sandbox RPC does that, network included), nor on one Kubernetes does not own.
+absl::Status RequireKubernetesContainer(const dockerclient::ContainerInspect& container, const std::string& id,
+                                        const char* verb, const char* sandbox_rpc) {
+  const std::string type = LabelValue(container.labels, kContainerTypeLabel);
+  if (type == kContainerTypeSandbox) {
+    return absl::InvalidArgumentError(
+        absl::StrCat("container ", id, " is a pod infra container; ", verb, " it with ", sandbox_rpc));
+  }
+  if (type != kContainerTypeContainer)
+    return absl::NotFoundError(absl::StrCat("container ", id, " not found (it is not a Kubernetes container)"));
+  return absl::OkStatus();
+}
+
 // Kubernetes expects a missing hostPath source to appear as a directory (Docker's
 // Binds did that; Mounts, which the body uses, do not before API 1.44), as
 // containerd and CRI-O do.
@@ -65,6 +79,7 @@ absl::StatusOr<v1::CreateContainerResponse> CriService::CreateContainer(const co
     return absl::InvalidArgumentError("CreateContainer: config.metadata.name is required");
   }
   if (config.image().image().empty()) return absl::InvalidArgumentError("CreateContainer: config.image.image is required");
+  RETURN_IF_ERROR(common::Annotate(CheckLabelsSize(config.labels(), config.annotations()), "CreateContainer"));
 
   ASSIGN_OR_RETURN(dockerclient::ContainerInspect sandbox, InspectSandbox(ctx, req.pod_sandbox_id()));
   v1::PodSandboxConfig sandbox_config = req.sandbox_config();
@@ -72,6 +87,7 @@ absl::StatusOr<v1::CreateContainerResponse> CriService::CreateContainer(const co
   if (!sandbox_config.has_metadata() || sandbox_config.metadata().name().empty()) {
     ASSIGN_OR_RETURN(*sandbox_config.mutable_metadata(), ParseSandboxName(sandbox.name));
   }
+  RETURN_IF_ERROR(common::Annotate(CheckNameParts(sandbox_config.metadata(), &config.metadata()), "CreateContainer"));
 
   ASSIGN_OR_RETURN(std::shared_ptr<const dockerclient::SystemInfo> info, CachedInfo(ctx));
   ContainerCreateParams params;
@@ -190,9 +206,13 @@ absl::StatusOr<v1::UpdateContainerResourcesResponse> CriService::UpdateContainer
 absl::StatusOr<v1::StopContainerResponse> CriService::StopContainer(const common::Context& ctx,
                                                                     const v1::StopContainerRequest& req) {
   RETURN_IF_ERROR(RequireContainerId(req.container_id(), "StopContainer"));
+  absl::StatusOr<dockerclient::ContainerInspect> container = docker_.InspectContainer(ctx, req.container_id());
+  if (absl::IsNotFound(container.status())) return v1::StopContainerResponse();
+  RETURN_IF_ERROR(container.status());
+  RETURN_IF_ERROR(RequireKubernetesContainer(*container, req.container_id(), "stop", "StopPodSandbox"));
   dockerclient::StopOptions stop;
   stop.timeout_seconds = req.timeout();
-  absl::Status s = docker_.StopContainer(ctx, req.container_id(), stop);
+  absl::Status s = docker_.StopContainer(ctx, container->id, stop);
   if (absl::IsNotFound(s)) {
     LOG_DEBUG << "StopContainer: " << req.container_id() << " is already gone";
     return v1::StopContainerResponse();
@@ -207,15 +227,7 @@ absl::StatusOr<v1::RemoveContainerResponse> CriService::RemoveContainer(const co
   absl::StatusOr<dockerclient::ContainerInspect> container = docker_.InspectContainer(ctx, req.container_id());
   if (absl::IsNotFound(container.status())) return v1::RemoveContainerResponse();
   RETURN_IF_ERROR(container.status());
-  const std::string type = LabelValue(container->labels, kContainerTypeLabel);
-  if (type == kContainerTypeSandbox) {
-    return absl::InvalidArgumentError(absl::StrCat("container ", req.container_id(),
-                                                   " is a pod infra container; remove it with RemovePodSandbox"));
-  }
-  if (type != kContainerTypeContainer) {
-    return absl::NotFoundError(absl::StrCat("container ", req.container_id(),
-                                            " not found (it is not a Kubernetes container)"));
-  }
+  RETURN_IF_ERROR(RequireKubernetesContainer(*container, req.container_id(), "remove", "RemovePodSandbox"));
   absl::Status s = docker_.RemoveContainer(ctx, container->id, /*force=*/true);
   if (!s.ok() && !absl::IsNotFound(s)) return common::Annotate(s, "remove container");
   RemoveUnusedImageVolumes(ctx, container->labels);

@@ -37,7 +37,8 @@ absl::StatusOr<v1::ListContainersResponse> CriService::ListContainers(const comm
   const v1::ContainerFilter& filter = req.filter();
   dockerclient::ListContainersOptions list;
   list.all = true;
-  for (const auto& [k, v] : filter.label_selector()) list.label_filter[k] = v;
+  if (FitsDockerLabelFilter(filter.label_selector()))
+    for (const auto& [k, v] : filter.label_selector()) list.label_filter[k] = v;
   list.label_filter[kContainerTypeLabel] = kContainerTypeContainer;
   if (!filter.pod_sandbox_id().empty()) {
     // crictl passes ID prefixes; the label holds the full ID.

@@ -38,9 +38,12 @@ absl::StatusOr<v1::ExecSyncResponse> CriService::ExecSync(const common::Context&
   common::Context run_ctx = ctx;
   if (req.timeout() > 0) run_ctx.deadline = std::min(ctx.deadline, absl::Now() + absl::Seconds(req.timeout()));
 
+  // Only in the kubelet's containers: not in a pod's infra container, nor in any other
+  // container of the host that happens to have the ID.
+  ASSIGN_OR_RETURN(dockerclient::ContainerInspect container, InspectCriContainer(ctx, req.container_id()));
   dockerclient::ExecConfig exec;
   exec.cmd.assign(req.cmd().begin(), req.cmd().end());
-  absl::StatusOr<std::string> exec_id = docker_.CreateExec(ctx, req.container_id(), exec);
+  absl::StatusOr<std::string> exec_id = docker_.CreateExec(ctx, container.id, exec);
   RETURN_IF_ERROR(common::Annotate(exec_id.status(), "ExecSync"));
 
   CappedOutput output;

@@ -5,6 +5,7 @@
 #include <mutex>
 #include <optional>
 
+#include "absl/strings/str_cat.h"
 #include "common/log.h"
 #include "observability/rpc_scope.h"
 #include "shim/events/event_hub.h"
@@ -169,7 +170,13 @@ class FinishedReactor final : public grpc::ServerWriteReactor<v1::ContainerEvent
 
 grpc::Status ToGrpcStatus(const absl::Status& status) {
   if (status.ok()) return grpc::Status::OK;
-  return grpc::Status(static_cast<grpc::StatusCode>(status.code()), std::string(status.message()));
+  // Messages quote the request (IDs, names); one quoting a huge request must not exceed
+  // what a client accepts as trailing metadata (8 KiB by default).
+  constexpr std::size_t kMaxMessage = 4096;
+  std::string message(status.message().substr(0, kMaxMessage));
+  if (status.message().size() > kMaxMessage)
+    absl::StrAppend(&message, "... (", status.message().size() - kMaxMessage, " more bytes)");
+  return grpc::Status(static_cast<grpc::StatusCode>(status.code()), std::move(message));
 }
 
 grpc::Status RuntimeServiceImpl::Version(grpc::ServerContext* ctx, const v1::VersionRequest* req, v1::VersionResponse* resp) {

@@ -11,8 +11,9 @@ namespace shim {
 namespace {
 
 // Registry refusals read best when they name the registry and hint at the fix.
-absl::Status ExplainPullError(const absl::Status& status, const ImageRef& ref, const v1::AuthConfig& auth) {
-  std::string message = ScrubSecrets(std::string(status.message()), auth);
+absl::Status ExplainPullError(const absl::Status& status, const ImageRef& ref, const v1::AuthConfig& auth,
+                              const std::string& header) {
+  std::string message = ScrubSecrets(std::string(status.message()), auth, header);
   if (absl::IsUnauthenticated(status) || absl::IsPermissionDenied(status)) {
     message = absl::StrCat("registry ", ref.domain, " refused to serve ", ref.Normalized(),
                            auth.username().empty() && auth.auth().empty() && auth.registry_token().empty() &&
@@ -43,7 +44,7 @@ absl::StatusOr<v1::PullImageResponse> CriService::PullImage(const common::Contex
   };
   absl::Time start = absl::Now();
   if (absl::Status pulled = docker_.PullImage(ctx, pull); !pulled.ok()) {
-    absl::Status explained = ExplainPullError(pulled, ref, req.auth());
+    absl::Status explained = ExplainPullError(pulled, ref, req.auth(), pull.registry_auth);
     LOG_WARN << explained.message();
     return explained;
   }

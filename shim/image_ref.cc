@@ -145,7 +145,7 @@ absl::StatusOr<ImageRef> ParseImageRef(absl::string_view text) {
   std::vector<absl::string_view> parts = absl::StrSplit(rest, '/');
   absl::string_view first = parts.front();
   bool has_domain = parts.size() > 1 && (absl::StrContains(first, ".") || absl::StrContains(first, ":") ||
-                                         first == "localhost" || absl::ascii_isupper(first.front()) ||
+                                         first == "localhost" ||
                                          std::any_of(first.begin(), first.end(), absl::ascii_isupper));
   if (has_domain) {
     if (!ValidDomain(first)) return Invalid(text, absl::StrCat("\"", first, "\" is not a valid registry host"));

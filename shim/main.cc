@@ -1,5 +1,4 @@
 // dockershim: serves CRI v1 on a unix socket and drives Docker Engine.
-#include <sys/stat.h>
 #include <unistd.h>
 
 #include <CLI/CLI.hpp>
@@ -18,7 +17,9 @@
 #include "observability/families.h"
 #include "observability/http_server.h"
 #include "shim/cri_service.h"
+#include "shim/cri_socket.h"
 #include "shim/events/event_hub.h"
+#include "shim/grpc_limits.h"
 #include "shim/grpc_services.h"
 #include "shim/network/cni_network.h"
 #include "shim/network/docker_bridge.h"
@@ -50,6 +51,7 @@ struct Flags {
   std::string log_level = "info";
   std::string runtime_cgroups;
   std::string metrics_bind_addr;
+  std::string cri_socket_group;
 };
 
 [[noreturn]] void Usage(const std::string& message) {
@@ -84,6 +86,8 @@ int main(int argc, char** argv) {
   CLI::App app{"dockershim: a Kubernetes CRI runtime on Docker Engine", "dockershim"};
   app.set_version_flag("--version", std::string("dockershim ") + DOCKERSHIM_VERSION);
   app.add_option("--container-runtime-endpoint", f.endpoint, "CRI socket to serve")->capture_default_str();
+  app.add_option("--cri-socket-group", f.cri_socket_group,
+                 "group (name or gid) that may connect to the CRI socket, mode 0660 (default: the shim's, root)");
   app.add_option("--docker-endpoint", f.docker_endpoint, "Docker Engine socket")->capture_default_str();
   app.add_option("--pod-infra-container-image", f.pod_infra_image, "image of the pod infra (pause) container")
       ->capture_default_str();
@@ -138,6 +142,8 @@ int main(int argc, char** argv) {
   shim::GrpcOptions grpc_options;
   grpc_options.runtime_request_timeout = ParseDurationFlag("runtime-request-timeout", f.runtime_request_timeout);
   const std::string socket_path = SocketPath(f.endpoint);
+  auto socket_gid = shim::ResolveSocketGroup(f.cri_socket_group);
+  if (!socket_gid.ok()) Usage("--cri-socket-group: " + std::string(socket_gid.status().message()));
 
   auto docker = dockerclient::DockerClientImpl::Create(f.docker_endpoint);
   if (!docker.ok()) Usage("--docker-endpoint: " + std::string(docker.status().message()));
@@ -244,12 +250,15 @@ int main(int argc, char** argv) {
   if (!activated) builder.AddListeningPort("unix://" + socket_path, grpc::InsecureServerCredentials());
   builder.RegisterService(&runtime_service);
   builder.RegisterService(&image_service);
-  builder.SetMaxReceiveMessageSize(16 << 20);
-  builder.SetMaxSendMessageSize(16 << 20);
+  shim::ApplyGrpcLimits(builder);
   grpc::ResourceQuota quota("dockershim");
   quota.SetMaxThreads(64);
   builder.SetResourceQuota(quota);
-  std::unique_ptr<grpc::Server> server = builder.BuildAndStart();
+  std::unique_ptr<grpc::Server> server;
+  {
+    shim::PrivateUmask private_umask;  // the socket is born 0600, then opened to its group
+    server = builder.BuildAndStart();
+  }
   if (!server) {
     LOG_ERROR << "cannot listen on " << f.endpoint;
     return 1;
@@ -262,8 +271,9 @@ int main(int argc, char** argv) {
       return 1;
     }
     inherited = *std::move(listener);
-  } else {
-    ::chmod(socket_path.c_str(), 0660);
+  } else if (absl::Status s = shim::RestrictSocket(socket_path, *socket_gid); !s.ok()) {
+    LOG_ERROR << "CRI socket: " << s.message();
+    return 1;
   }
   health.SetServing(true);
   LOG_INFO << "dockershim " << DOCKERSHIM_VERSION << " serving CRI v1 on "

@@ -21,11 +21,14 @@
 //   names).
 // * The attempt is parsed like Go's strconv.ParseUint(s, 10, 32): decimal
 //   digits only (leading zeros allowed, no sign, no spaces), at most 2^32-1.
+#include <algorithm>
 #include <cstdint>
 #include <string>
 #include <vector>
 
 #include "absl/status/status.h"
+#include "absl/strings/ascii.h"
+#include "absl/strings/escaping.h"
 #include "absl/strings/str_cat.h"
 #include "absl/strings/str_split.h"
 #include "common/status.h"
@@ -146,6 +149,48 @@ std::map<std::string, std::string> MakeLabels(const google::protobuf::Map<std::s
   // The shim's own labels always win over anything the user supplied.
   for (const auto& [key, value] : internal) merged[key] = value;
   return merged;
+}
+
+namespace {
+
+absl::Status CheckNamePart(const std::string& value, absl::string_view field) {
+  constexpr std::size_t kMaxNamePart = 253;
+  const bool valid = value.size() <= kMaxNamePart && std::all_of(value.begin(), value.end(), [](char c) {
+    return absl::ascii_isalnum(static_cast<unsigned char>(c)) || c == '.' || c == '-';
+  });
+  if (valid) return absl::OkStatus();
+  return absl::InvalidArgumentError(absl::StrCat(
+      field, " \"", absl::CHexEscape(absl::string_view(value).substr(0, 64)), value.size() > 64 ? "...\"" : "\"",
+      " cannot be part of a Docker container name: use at most ", kMaxNamePart, " letters, digits, '.' and '-'"));
+}
+
+}  // namespace
+
+absl::Status CheckNameParts(const runtime::v1::PodSandboxMetadata& pod,
+                            const runtime::v1::ContainerMetadata* container) {
+  RETURN_IF_ERROR(CheckNamePart(pod.name(), "pod name"));
+  RETURN_IF_ERROR(CheckNamePart(pod.namespace_(), "pod namespace"));
+  RETURN_IF_ERROR(CheckNamePart(pod.uid(), "pod uid"));
+  if (container) RETURN_IF_ERROR(CheckNamePart(container->name(), "container name"));
+  return absl::OkStatus();
+}
+
+absl::Status CheckLabelsSize(const google::protobuf::Map<std::string, std::string>& labels,
+                             const google::protobuf::Map<std::string, std::string>& annotations) {
+  std::size_t bytes = 0;
+  for (const auto& [key, value] : labels) bytes += key.size() + value.size();
+  for (const auto& [key, value] : annotations) bytes += key.size() + value.size();
+  if (bytes <= kMaxLabelBytes) return absl::OkStatus();
+  return absl::InvalidArgumentError(absl::StrCat(labels.size(), " labels and ", annotations.size(),
+                                                 " annotations take ", bytes, " bytes, more than the ", kMaxLabelBytes,
+                                                 " that dockershim stores with a container"));
+}
+
+bool FitsDockerLabelFilter(const google::protobuf::Map<std::string, std::string>& selector) {
+  constexpr std::size_t kMaxBytes = 64 << 10;
+  std::size_t bytes = 0;
+  for (const auto& [key, value] : selector) bytes += key.size() + value.size();
+  return bytes <= kMaxBytes;
 }
 
 void SplitLabels(const std::map<std::string, std::string>& docker_labels,

@@ -4,6 +4,7 @@
 //   sandbox:   k8s_POD_<pod>_<namespace>_<uid>_<attempt>
 //   container: k8s_<container>_<pod>_<namespace>_<uid>_<attempt>
 // Docker may hold a 7th "_<random>" part that cri-dockerd adds on name conflicts.
+#include <cstddef>
 #include <map>
 #include <string>
 
@@ -51,6 +52,20 @@ absl::StatusOr<ParsedContainerName> ParseContainerName(const std::string& name);
 std::map<std::string, std::string> MakeLabels(const google::protobuf::Map<std::string, std::string>& labels,
                                               const google::protobuf::Map<std::string, std::string>& annotations,
                                               const std::map<std::string, std::string>& internal);
+// The metadata that makes a Docker name must be what Docker takes in one, letters,
+// digits, '.' and '-' ('_' separates the parts), at most 253 bytes each (Kubernetes'
+// longest names), else INVALID_ARGUMENT naming the field. `container` may be null.
+absl::Status CheckNameParts(const runtime::v1::PodSandboxMetadata& pod,
+                            const runtime::v1::ContainerMetadata* container);
+
+// Labels and annotations are kept by Docker with the container and come back in every
+// list and inspect: INVALID_ARGUMENT when together they exceed kMaxLabelBytes. The
+// API server allows 256 KiB of annotations and short labels; 1 MiB leaves room for
+// static pods, which skip that check, and keeps one pod from bloating every list.
+inline constexpr std::size_t kMaxLabelBytes = 1 << 20;
+absl::Status CheckLabelsSize(const google::protobuf::Map<std::string, std::string>& labels,
+                             const google::protobuf::Map<std::string, std::string>& annotations);
+
 // The reverse: user labels and annotations, with internal labels dropped.
 void SplitLabels(const std::map<std::string, std::string>& docker_labels,
                  google::protobuf::Map<std::string, std::string>* labels,
@@ -58,6 +73,11 @@ void SplitLabels(const std::map<std::string, std::string>& docker_labels,
 
 // The value of `key` in Docker labels, "" when absent.
 std::string LabelValue(const std::map<std::string, std::string>& docker_labels, const char* key);
+
+// Docker gets a label selector in the query of its list request, and its HTTP server
+// drops a request whose headers pass 1 MiB: a selector larger than 64 KiB is not sent
+// and is matched here only (MatchesLabelSelector), which every list does anyway.
+bool FitsDockerLabelFilter(const google::protobuf::Map<std::string, std::string>& selector);
 
 // Whether every key=value of a CRI label selector is among `docker_labels`.
 bool MatchesLabelSelector(const google::protobuf::Map<std::string, std::string>& selector,

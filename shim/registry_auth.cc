@@ -48,11 +48,17 @@ absl::StatusOr<std::string> EncodeRegistryAuth(const runtime::v1::AuthConfig& au
                       {"serveraddress", auth.server_address()},
                       {"identitytoken", auth.identity_token()},
                       {"registrytoken", auth.registry_token()}};
-  return Base64UrlEncode(j.dump());
+  // gRPC checks that CRI strings are UTF-8, but not what "auth" decodes to; dump()
+  // throws on anything else, and replacing bytes would send other credentials.
+  std::string text = j.dump(-1, ' ', false, nlohmann::json::error_handler_t::ignore);
+  if (text != j.dump(-1, ' ', false, nlohmann::json::error_handler_t::replace))
+    return absl::InvalidArgumentError("auth config: the username or password is not valid UTF-8");
+  return Base64UrlEncode(text);
 }
 
-std::string ScrubSecrets(std::string text, const runtime::v1::AuthConfig& auth) {
-  std::vector<std::string> secrets = {auth.password(), auth.auth(), auth.identity_token(), auth.registry_token()};
+std::string ScrubSecrets(std::string text, const runtime::v1::AuthConfig& auth, absl::string_view header) {
+  std::vector<std::string> secrets = {auth.password(), auth.auth(), auth.identity_token(), auth.registry_token(),
+                                      std::string(header)};
   if (auto decoded = DecodeAuthField(auth.auth())) secrets.push_back(decoded->password);
   // Longest first, so a secret containing another is removed whole.
   std::sort(secrets.begin(), secrets.end(), [](const auto& a, const auto& b) { return a.size() > b.size(); });

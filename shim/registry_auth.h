@@ -14,8 +14,9 @@ namespace shim {
 absl::StatusOr<std::string> EncodeRegistryAuth(const runtime::v1::AuthConfig& auth);
 
 // Replaces every secret of `auth` (password, auth, tokens, and the decoded
-// password) found in `text` with "<redacted>".
-std::string ScrubSecrets(std::string text, const runtime::v1::AuthConfig& auth);
+// password) found in `text` with "<redacted>", and `header`, the X-Registry-Auth
+// value made of them, which decodes to all of them.
+std::string ScrubSecrets(std::string text, const runtime::v1::AuthConfig& auth, absl::string_view header = {});
 
 // URL-safe base64 with padding (Go's base64.URLEncoding).
 std::string Base64UrlEncode(absl::string_view data);

@@ -60,6 +60,8 @@ absl::StatusOr<v1::RunPodSandboxResponse> CriService::RunPodSandbox(const common
                                                                     const v1::RunPodSandboxRequest& req) {
   if (!req.has_config()) return absl::InvalidArgumentError("RunPodSandbox: config is required");
   const v1::PodSandboxConfig& config = req.config();
+  RETURN_IF_ERROR(common::Annotate(CheckNameParts(config.metadata(), nullptr), "RunPodSandbox"));
+  RETURN_IF_ERROR(common::Annotate(CheckLabelsSize(config.labels(), config.annotations()), "RunPodSandbox"));
   const bool host_network = IsHostNetwork(config);
   // The containers' CRI logs go under it (CriLogPath); a relative one would land
   // wherever the shim runs.

@@ -105,7 +105,8 @@ absl::StatusOr<v1::ListPodSandboxResponse> CriService::ListPodSandbox(const comm
   const v1::PodSandboxFilter& filter = req.filter();
   dockerclient::ListContainersOptions list;
   list.all = true;
-  for (const auto& [k, v] : filter.label_selector()) list.label_filter[k] = v;
+  if (FitsDockerLabelFilter(filter.label_selector()))
+    for (const auto& [k, v] : filter.label_selector()) list.label_filter[k] = v;
   list.label_filter[kContainerTypeLabel] = kContainerTypeSandbox;
   if (!filter.id().empty()) list.id = filter.id();
   ASSIGN_OR_RETURN(auto containers, docker_.ListContainers(ctx, list));

@@ -5,6 +5,7 @@
 // LISTEN_FDS=1 and LISTEN_PID=<its pid>.
 #include <fcntl.h>
 #include <signal.h>
+#include <sys/stat.h>
 #include <sys/wait.h>
 #include <unistd.h>
 
@@ -109,5 +110,15 @@ class Daemon {
   std::filesystem::path dir_;
   pid_t pid_ = -1;
 };
+
+// Waits up to 5 s for the daemon to create its socket.
+inline bool WaitForSocket(const std::string& path) {
+  for (int i = 0; i < 250; ++i) {
+    struct stat st;
+    if (::stat(path.c_str(), &st) == 0 && S_ISSOCK(st.st_mode)) return true;
+    std::this_thread::sleep_for(std::chrono::milliseconds(20));
+  }
+  return false;
+}
 
 }  // namespace testenv

@@ -2,11 +2,8 @@
 // status codes, credentials kept out of logs, and a clean SIGTERM.
 #include <grpcpp/grpcpp.h>
 #include <gtest/gtest.h>
-#include <fcntl.h>
 #include <signal.h>
-#include <spawn.h>
 #include <sys/stat.h>
-#include <sys/wait.h>
 #include <unistd.h>
 
 #include <algorithm>
@@ -52,14 +49,7 @@ class DaemonTest : public ::testing::Test {
             "--network-plugin", "docker", "--root-directory", (dir_ / "root").string(), "--log-level", "debug",
             "--pod-infra-container-image", testenv::PauseImage()};
   }
-  bool WaitForSocket() {
-    for (int i = 0; i < 250; ++i) {
-      struct stat st;
-      if (::stat(socket_.c_str(), &st) == 0 && S_ISSOCK(st.st_mode)) return true;
-      std::this_thread::sleep_for(std::chrono::milliseconds(20));
-    }
-    return false;
-  }
+  bool WaitForSocket() { return testenv::WaitForSocket(socket_); }
   std::shared_ptr<grpc::Channel> Channel() {
     return grpc::CreateChannel("unix://" + socket_, grpc::InsecureChannelCredentials());
   }

@@ -25,6 +25,9 @@ constexpr auto kState = ConflictMeans::kFailedPrecondition;
 
 INSTANTIATE_TEST_SUITE_P(Table, CodeForHttpStatusTest,
                          ::testing::Values(CodeCase{400, kState, absl::StatusCode::kInvalidArgument},
+                                           CodeCase{413, kState, absl::StatusCode::kInvalidArgument},
+                                           CodeCase{414, kState, absl::StatusCode::kInvalidArgument},
+                                           CodeCase{431, kState, absl::StatusCode::kInvalidArgument},
                                            CodeCase{401, kState, absl::StatusCode::kUnauthenticated},
                                            CodeCase{403, kState, absl::StatusCode::kPermissionDenied},
                                            CodeCase{404, kState, absl::StatusCode::kNotFound},

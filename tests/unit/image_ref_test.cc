@@ -49,7 +49,9 @@ TEST_P(ImageRefInvalid, RejectsWithInvalidArgument) {
 INSTANTIATE_TEST_SUITE_P(Table, ImageRefInvalid,
                          ::testing::Values("", "BusyBox", "busybox:", ":tag", "busy box", "busybox:-x",
                                            "busybox@sha256:123", "a//b", "a/b/", "-a", "a..b", "host:99999999/x",
-                                           "busybox:" + std::string(129, 't'), "x@md5", "a\nb"));
+                                           "busybox:" + std::string(129, 't'), "x@md5", "a\nb",
+                                           // An empty first component (found by image_ref_fuzz).
+                                           "/busybox", "/xys--uym"));
 
 TEST(ImageRef, DefaultTagIsRecorded) {
   EXPECT_TRUE(ParseImageRef("busybox")->tag_defaulted);
