@@ -8,8 +8,9 @@
 # with dpkg-deb into $E/<n>/root, never installed. Their runc is not fetched: trixie's
 # needs glibc 2.38 (Debian 12 has 2.36), and Debian 12's runc 1.1.5 works with both.
 # Each daemon has its own socket, --data-root, --exec-root, --pidfile, config file and
-# bridge (dsbr<n>, created here: --bridge=none would delete the 20.10 daemon's docker0),
-# and runs without iptables rules so that it leaves the 20.10 daemon's chains alone.
+# bridge (dseng<n>, created here: --bridge=none would delete the 20.10 daemon's docker0;
+# not dsbr<n>, the integration tests' CNI bridges, which they delete when done), and runs
+# without iptables rules so that it leaves the 20.10 daemon's chains alone.
 #
 #   scripts/docker-engines.sh start [26 28]   fetch, unpack and start (idempotent)
 #   scripts/docker-engines.sh stop [26 28]
@@ -35,7 +36,7 @@ suite() { case $1 in 26) echo trixie ;; 28) echo sid ;; *) die "unknown engine $
 # a silent change of the engine under test.
 docker_version() { case $1 in 26) echo 26.1. ;; 28) echo 28.5. ;; esac; }
 containerd_version() { case $1 in 26) echo 1.7. ;; 28) echo 2.1. ;; esac; }
-subnet_octet() { echo "$1"; } # dsbr26 is 172.31.26.1/24
+subnet_octet() { echo "$1"; } # dseng26 is 172.31.26.1/24
 endpoint() { echo "unix://$E/$1/docker.sock"; }
 
 APT_OPTS=(-o "Dir::Etc::SourceList=$E/apt/sources.list" -o Dir::Etc::SourceParts=/dev/null
@@ -79,7 +80,7 @@ fetch() { # n: unpacks docker.io and containerd into $E/n/root
 answers() { DOCKER_HOST=$(endpoint "$1") docker version -f '{{.Server.Version}}' 2>/dev/null; }
 
 start() { # n
-  local n=$1 dir=$E/$1 br=dsbr$1 v
+  local n=$1 dir=$E/$1 br=dseng$1 v
   if v=$(answers "$n"); then
     log "docker $v answers on $(endpoint "$n")"
     return
