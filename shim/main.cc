@@ -18,6 +18,7 @@
 #include "shim/network/cni_network.h"
 #include "shim/network/docker_bridge.h"
 #include "shim/logs/log_copier.h"
+#include "shim/memory/memory.h"
 #include "shim/stats/writable_layers.h"
 #include "shim/streaming_runtime.h"
 #include "streaming/server.h"
@@ -67,6 +68,7 @@ std::string DockerSocketPath(const std::string& endpoint) {
 }  // namespace
 
 int main(int argc, char** argv) {
+  shim::memory::TuneMalloc();
   Flags f;
   CLI::App app{"dockershim: a Kubernetes CRI runtime on Docker Engine", "dockershim"};
   app.set_version_flag("--version", std::string("dockershim ") + DOCKERSHIM_VERSION);
@@ -192,12 +194,15 @@ int main(int argc, char** argv) {
   grpc::ResourceQuota quota("dockershim");
   quota.SetMaxThreads(64);
   builder.SetResourceQuota(quota);
+  shim::memory::HeapTrimmer heap_trimmer;
+  builder.experimental().SetInterceptorCreators(heap_trimmer.Interceptors());
   std::unique_ptr<grpc::Server> server = builder.BuildAndStart();
   if (!server) {
     LOG_ERROR << "cannot listen on " << f.endpoint;
     return 1;
   }
   ::chmod(socket_path.c_str(), 0660);
+  shim::memory::ReleaseStartupPages();
   LOG_INFO << "dockershim " << DOCKERSHIM_VERSION << " serving CRI v1 on " << f.endpoint << " (network plugin "
            << network->Name() << ")";
 
@@ -211,6 +216,7 @@ int main(int argc, char** argv) {
   (*streaming_server)->Stop();
   log_copier.Stop();
   writable_layers.Stop();
+  heap_trimmer.Stop();
   ::unlink(socket_path.c_str());
   LOG_INFO << "stopped";
   return 0;
