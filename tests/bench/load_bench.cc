@@ -42,7 +42,6 @@
 #include "tests/integration/env.h"
 #include "tests/support/footprint.h"
 #include "tests/support/load_driver.h"
-#include "tests/support/shim_process.h"
 
 namespace {
 
@@ -150,23 +149,14 @@ int main(int argc, char** argv) {
   };
   remove_ours();  // a killed earlier run
 
-  testsupport::LeftoverPlaces places{endpoint, kNamespace, dir + "/ipam", dir + "/root", dir + "/cache"};
-  if (absl::Status s = testsupport::WriteBridgeConfList(dir + "/net.d", "dsload", "dsload0", "10.98.0.0/16",
-                                                        places.ipam_dir);
-      !s.ok()) {
-    std::fprintf(stderr, "load_bench: %s\n", s.ToString().c_str());
+  auto run = testsupport::PrepareLoadRun(shim_binary, dir, kNamespace, "dsload0", clients);
+  if (!run.ok()) {
+    std::fprintf(stderr, "load_bench: %s\n", run.status().ToString().c_str());
     return 1;
   }
-  testsupport::ShimLaunch launch;
-  launch.binary = shim_binary;
-  launch.socket_path = dir + "/ds.sock";
-  launch.output_dir = dir;
-  launch.args = {"--container-runtime-endpoint", "unix://" + launch.socket_path, "--docker-endpoint", endpoint,
-                 "--network-plugin", "cni", "--cni-bin-dir", testenv::CniBinDir(), "--cni-conf-dir", dir + "/net.d",
-                 "--cni-cache-dir", places.cni_cache_dir, "--root-directory", places.root_directory,
-                 "--pod-infra-container-image", testenv::PauseImage()};
-  launch.args.insert(launch.args.end(), shim_args.begin(), shim_args.end());
-  auto shim = testsupport::ShimProcess::Start(launch);
+  const testsupport::LeftoverPlaces& places = run->places;
+  run->launch.args.insert(run->launch.args.end(), shim_args.begin(), shim_args.end());
+  auto shim = testsupport::ShimProcess::Start(run->launch);
   if (!shim.ok()) {
     std::fprintf(stderr, "load_bench: %s\n", shim.status().ToString().c_str());
     return 1;
@@ -176,13 +166,7 @@ int main(int argc, char** argv) {
               pid, endpoint.c_str(), pods, clients, rounds, absl::StrJoin(shim_args, " ").c_str());
   std::fflush(stdout);
 
-  testsupport::LoadOptions options;
-  options.socket_path = launch.socket_path;
-  options.clients = clients;
-  options.pod_namespace = kNamespace;
-  options.container_image = testenv::BusyboxImage();
-  options.log_directory = dir + "/logs";
-  testsupport::LoadDriver driver(options);
+  testsupport::LoadDriver driver(run->options);
 
   std::vector<std::pair<std::string, Footprint>> phases;
   bool ok = true;

@@ -17,7 +17,6 @@
 #include "tests/integration/shell.h"
 #include "tests/support/footprint.h"
 #include "tests/support/load_driver.h"
-#include "tests/support/shim_process.h"
 
 namespace {
 
@@ -41,10 +40,6 @@ class LoadTest : public ::testing::Test {
     ASSERT_NE(::mkdtemp(tmpl.data()), nullptr);
     dir_ = tmpl;
     RemoveOurContainers();  // a killed earlier run
-    places_ = {testenv::DockerEndpoint(), kNamespace, dir_ + "/ipam", dir_ + "/root", dir_ + "/cache"};
-    ASSERT_TRUE(testsupport::WriteBridgeConfList(dir_ + "/net.d", "dsloadtest", "dsload1", "10.98.0.0/24",
-                                                 places_.ipam_dir)
-                    .ok());
   }
   void TearDown() override {
     shim_.reset();
@@ -57,30 +52,16 @@ class LoadTest : public ::testing::Test {
   }
 
   std::string dir_;
-  testsupport::LeftoverPlaces places_;
   std::unique_ptr<testsupport::ShimProcess> shim_;
 };
 
 TEST_F(LoadTest, ConcurrentPodsCreatedAndRemovedLeaveNothingBehind) {
-  testsupport::ShimLaunch launch;
-  launch.binary = DOCKERSHIM_BINARY;
-  launch.socket_path = dir_ + "/ds.sock";
-  launch.output_dir = dir_;
-  launch.args = {"--container-runtime-endpoint", "unix://" + launch.socket_path, "--docker-endpoint",
-                 testenv::DockerEndpoint(), "--network-plugin", "cni", "--cni-bin-dir", testenv::CniBinDir(),
-                 "--cni-conf-dir", dir_ + "/net.d", "--cni-cache-dir", places_.cni_cache_dir, "--root-directory",
-                 places_.root_directory, "--pod-infra-container-image", testenv::PauseImage()};
-  auto shim = testsupport::ShimProcess::Start(launch);
+  auto run = testsupport::PrepareLoadRun(DOCKERSHIM_BINARY, dir_, kNamespace, "dsload1", kClients);
+  ASSERT_TRUE(run.ok()) << run.status();
+  auto shim = testsupport::ShimProcess::Start(run->launch);
   ASSERT_TRUE(shim.ok()) << shim.status();
   shim_ = std::move(*shim);
-
-  testsupport::LoadOptions options;
-  options.socket_path = launch.socket_path;
-  options.clients = kClients;
-  options.pod_namespace = kNamespace;
-  options.container_image = testenv::BusyboxImage();
-  options.log_directory = dir_ + "/logs";
-  testsupport::LoadDriver driver(options);
+  testsupport::LoadDriver driver(run->options);
 
   std::vector<testsupport::Footprint> after;
   for (int round = 1; round <= kRounds; ++round) {
@@ -94,7 +75,7 @@ TEST_F(LoadTest, ConcurrentPodsCreatedAndRemovedLeaveNothingBehind) {
     EXPECT_EQ(figures.Failures(), 0) << Describe(figures);
     EXPECT_EQ(figures.rpcs["RemovePodSandbox"].ms.size(), static_cast<size_t>(kPods));
 
-    auto left = testsupport::CountLeftovers(places_);
+    auto left = testsupport::CountLeftovers(run->places);
     ASSERT_TRUE(left.ok()) << left.status();
     EXPECT_EQ(left->containers, 0);
     EXPECT_EQ(left->ip_allocations, 0);

@@ -13,6 +13,7 @@
 #include "common/context.h"
 #include "dockerclient/docker_client_impl.h"
 #include "shim/naming.h"
+#include "tests/integration/env.h"
 
 namespace testsupport {
 namespace {
@@ -229,19 +230,35 @@ absl::StatusOr<Leftovers> CountLeftovers(const LeftoverPlaces& places) {
   return left;
 }
 
-absl::Status WriteBridgeConfList(const std::string& conf_dir, const std::string& name, const std::string& bridge,
-                                 const std::string& subnet, const std::string& ipam_dir) {
+absl::StatusOr<LoadRun> PrepareLoadRun(const std::string& binary, const std::string& dir,
+                                       const std::string& pod_namespace, const std::string& bridge, int clients) {
+  LoadRun run;
+  run.places = {testenv::DockerEndpoint(), pod_namespace, dir + "/ipam", dir + "/root", dir + "/cache"};
+  const std::string conf_dir = dir + "/net.d";
   std::error_code ec;
   fs::create_directories(conf_dir, ec);
-  const std::string path = absl::StrCat(conf_dir, "/10-", name, ".conflist");
+  const std::string path = absl::StrCat(conf_dir, "/10-", bridge, ".conflist");
   std::ofstream out(path);
-  out << absl::StrCat(R"({"cniVersion": "1.0.0", "name": ")", name, R"(", "plugins": [
+  out << absl::StrCat(R"({"cniVersion": "1.0.0", "name": ")", bridge, R"(", "plugins": [
   {"type": "bridge", "bridge": ")", bridge, R"(", "isGateway": true, "ipMasq": false,
-   "ipam": {"type": "host-local", "ranges": [[{"subnet": ")", subnet, R"("}]], "dataDir": ")", ipam_dir, R"("}},
+   "ipam": {"type": "host-local", "ranges": [[{"subnet": "10.98.0.0/16"}]], "dataDir": ")", run.places.ipam_dir, R"("}},
   {"type": "loopback"}]})");
   out.close();
   if (!out) return absl::InternalError(absl::StrCat("cannot write ", path));
-  return absl::OkStatus();
+
+  run.launch.binary = binary;
+  run.launch.socket_path = dir + "/ds.sock";
+  run.launch.output_dir = dir;
+  run.launch.args = {"--container-runtime-endpoint", "unix://" + run.launch.socket_path, "--docker-endpoint",
+                     run.places.docker_endpoint, "--network-plugin", "cni", "--cni-bin-dir", testenv::CniBinDir(),
+                     "--cni-conf-dir", conf_dir, "--cni-cache-dir", run.places.cni_cache_dir, "--root-directory",
+                     run.places.root_directory, "--pod-infra-container-image", testenv::PauseImage()};
+  run.options.socket_path = run.launch.socket_path;
+  run.options.clients = clients;
+  run.options.pod_namespace = pod_namespace;
+  run.options.container_image = testenv::BusyboxImage();
+  run.options.log_directory = dir + "/logs";
+  return run;
 }
 
 }  // namespace testsupport

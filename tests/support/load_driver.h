@@ -15,6 +15,7 @@
 #include "absl/status/statusor.h"
 #include "absl/time/time.h"
 #include "api/cri.h"
+#include "tests/support/shim_process.h"
 
 namespace testsupport {
 
@@ -89,9 +90,16 @@ absl::StatusOr<Leftovers> CountLeftovers(const LeftoverPlaces& places);
 // find one or two more than the first without anything leaking.
 inline constexpr int kThreadSlack = 2;
 
-// A CNI conflist (bridge `bridge` with host-local over `subnet`, IPAM state under
-// `ipam_dir`, then loopback) written to <conf_dir>/10-<name>.conflist.
-absl::Status WriteBridgeConfList(const std::string& conf_dir, const std::string& name, const std::string& bridge,
-                                 const std::string& subnet, const std::string& ipam_dir);
+// A load run in `dir`, on the engine, CNI plugins and images of tests/integration/env.h:
+// a CNI conflist (network and bridge `bridge`, host-local over 10.98.0.0/16, then
+// loopback) in <dir>/net.d, IPAM state, CNI cache, the shim's root and the pods' logs
+// under `dir`, the flags that make the shim `binary` use them, and the driver's options.
+struct LoadRun {
+  LeftoverPlaces places;
+  ShimLaunch launch;
+  LoadOptions options;
+};
+absl::StatusOr<LoadRun> PrepareLoadRun(const std::string& binary, const std::string& dir,
+                                       const std::string& pod_namespace, const std::string& bridge, int clients);
 
 }  // namespace testsupport
