@@ -75,8 +75,11 @@ class TrimOnStatusFactory final : public grpc::experimental::ServerInterceptorFa
 
 }  // namespace
 
-HeapTrimmer::HeapTrimmer(absl::Duration delay, absl::Duration interval)
-    : delay_(delay), interval_(interval), thread_([this] { Run(); }) {}
+HeapTrimmer::HeapTrimmer(absl::Duration delay, absl::Duration interval, std::function<void()> trim)
+    : delay_(delay),
+      interval_(interval),
+      trim_(trim ? std::move(trim) : [] { ::malloc_trim(0); }),
+      thread_([this] { Run(); }) {}
 
 HeapTrimmer::~HeapTrimmer() { Stop(); }
 
@@ -112,7 +115,7 @@ void HeapTrimmer::Run() {
     if (wake_.wait_for(lock, absl::ToChronoNanoseconds(delay_), [this] { return stopping_; })) return;
     pending_ = false;
     lock.unlock();
-    ::malloc_trim(0);
+    trim_();
     lock.lock();
     if (wake_.wait_for(lock, absl::ToChronoNanoseconds(interval_), [this] { return stopping_; })) return;
   }

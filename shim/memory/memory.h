@@ -2,6 +2,7 @@
 // The daemon's resident memory (README, "Memory"): glibc malloc settings, start-up
 // pages given back once serving, and heap pages given back after bursts of calls.
 #include <condition_variable>
+#include <functional>
 #include <memory>
 #include <mutex>
 #include <thread>
@@ -28,7 +29,9 @@ void ReleaseStartupPages();
 // once per `delay` + `interval`. One thread, waiting on a condition variable between.
 class HeapTrimmer {
  public:
-  explicit HeapTrimmer(absl::Duration delay = absl::Seconds(1), absl::Duration interval = absl::Seconds(2));
+  // `trim` is malloc_trim(0) but in tests.
+  explicit HeapTrimmer(absl::Duration delay = absl::Seconds(1), absl::Duration interval = absl::Seconds(2),
+                       std::function<void()> trim = nullptr);
   ~HeapTrimmer();  // stops and joins
   HeapTrimmer(const HeapTrimmer&) = delete;
   HeapTrimmer& operator=(const HeapTrimmer&) = delete;
@@ -43,6 +46,7 @@ class HeapTrimmer {
   void Run();
 
   const absl::Duration delay_, interval_;
+  const std::function<void()> trim_;
   std::mutex mu_;
   std::condition_variable wake_;
   bool pending_ = false;  // guarded by mu_
