@@ -24,6 +24,7 @@
 #include "shim/network/cni_network.h"
 #include "shim/network/docker_bridge.h"
 #include "shim/logs/log_copier.h"
+#include "shim/memory/memory.h"
 #include "shim/runtime_cgroups/runtime_cgroups.h"
 #include "shim/stats/writable_layers.h"
 #include "shim/streaming_runtime.h"
@@ -82,6 +83,7 @@ std::string DockerSocketPath(const std::string& endpoint) {
 }  // namespace
 
 int main(int argc, char** argv) {
+  shim::memory::TuneMalloc();
   Flags f;
   CLI::App app{"dockershim: a Kubernetes CRI runtime on Docker Engine", "dockershim"};
   app.set_version_flag("--version", std::string("dockershim ") + DOCKERSHIM_VERSION);
@@ -254,6 +256,8 @@ int main(int argc, char** argv) {
   grpc::ResourceQuota quota("dockershim");
   quota.SetMaxThreads(64);
   builder.SetResourceQuota(quota);
+  shim::memory::HeapTrimmer heap_trimmer;
+  builder.experimental().SetInterceptorCreators(heap_trimmer.Interceptors());
   std::unique_ptr<grpc::Server> server;
   {
     shim::PrivateUmask private_umask;  // the socket is born 0600, then opened to its group
@@ -275,6 +279,7 @@ int main(int argc, char** argv) {
     LOG_ERROR << "CRI socket: " << s.message();
     return 1;
   }
+  shim::memory::ReleaseStartupPages();
   health.SetServing(true);
   LOG_INFO << "dockershim " << DOCKERSHIM_VERSION << " serving CRI v1 on "
            << (activated ? "the socket systemd passed" : f.endpoint) << " (network plugin " << network->Name() << ")";
@@ -299,6 +304,7 @@ int main(int argc, char** argv) {
   writable_layers.Stop();
   if (metrics_server) metrics_server->Stop();
   if (runtime_cgroups) runtime_cgroups->Stop();
+  heap_trimmer.Stop();
   if (!activated) ::unlink(socket_path.c_str());  // systemd owns a passed socket
   LOG_INFO << "stopped";
   return 0;
