@@ -163,8 +163,11 @@ TEST_F(SandboxRecoveryTest, RunPodSandboxLeavesNoMarker) {
   auto service = Start();
   v1::RunPodSandboxRequest req;
   req.mutable_config()->mutable_metadata()->set_name("p");
+  req.mutable_config()->mutable_metadata()->set_namespace_("default");
+  req.mutable_config()->mutable_metadata()->set_uid("uid-p");
   req.mutable_config()->mutable_linux();
-  ASSERT_TRUE(service->RunPodSandbox(ctx_, req).ok());
+  auto ran = service->RunPodSandbox(ctx_, req);
+  ASSERT_TRUE(ran.ok()) << ran.status();
   docker_.FailOperation("StartContainer", absl::InternalError("runc failed"));
   req.mutable_config()->mutable_metadata()->set_name("q");
   ASSERT_FALSE(service->RunPodSandbox(ctx_, req).ok());
