@@ -519,6 +519,25 @@ std::vector<std::string> CheckpointStore::List() {
   return ids;
 }
 
+std::vector<std::string> CheckpointStore::RemoveInterruptedWrites() {
+  std::vector<std::string> removed;
+  std::lock_guard<std::mutex> lock(mu_);
+  DIR* d = ::opendir(dir_.c_str());
+  if (d == nullptr) return removed;
+  while (struct dirent* entry = ::readdir(d)) {
+    const std::string name = entry->d_name;
+    if (!EndsWith(name, kTmpSuffix)) continue;
+    const std::string path = PathOf(name);
+    if (::unlink(path.c_str()) == 0) {
+      removed.push_back(path);
+    } else {
+      LOG_WARN << "checkpoint: cannot remove " << path << ": " << std::strerror(errno);
+    }
+  }
+  ::closedir(d);
+  return removed;
+}
+
 std::vector<std::string> CheckpointStore::RemoveCorruptOlderThan(absl::Duration age) {
   std::vector<std::string> removed;
   const absl::Time cutoff = absl::Now() - age;

@@ -58,6 +58,9 @@ class CheckpointStore {
   std::vector<std::string> List();
   // Deletes the files set aside as corrupt more than `age` ago; returns their paths.
   std::vector<std::string> RemoveCorruptOlderThan(absl::Duration age);
+  // Deletes the temp files of writes a crash interrupted (only safe before serving);
+  // returns their paths.
+  std::vector<std::string> RemoveInterruptedWrites();
 
   std::string Directory() const { return dir_; }
 

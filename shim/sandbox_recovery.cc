@@ -44,6 +44,10 @@ absl::Status CriService::DiscardHalfCreatedSandbox(const common::Context& ctx, c
 }
 
 void CriService::CleanUpAfterCrash(const common::Context& ctx) {
+  for (const std::string& path : checkpoints_.RemoveInterruptedWrites())
+    LOG_INFO << "removed " << path << ", a checkpoint write a crash interrupted";
+  for (const std::string& path : network_.RemoveInterruptedWrites())
+    LOG_INFO << "removed " << path << ", a CNI cache write a crash interrupted";
   for (const std::string& path : checkpoints_.RemoveCorruptOlderThan(kCorruptCheckpointMaxAge))
     LOG_INFO << "removed " << path << ", set aside as corrupt more than 7 days ago";
 

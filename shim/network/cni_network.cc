@@ -345,6 +345,19 @@ std::vector<RecordedAttachment> CniNetwork::RecordedAttachments() const {
   return found;
 }
 
+std::vector<std::string> CniNetwork::RemoveInterruptedWrites() {
+  std::vector<std::string> removed;
+  std::error_code ec;
+  for (const auto& entry : std::filesystem::directory_iterator(options_.cache_dir + "/results", ec)) {
+    const std::string name = entry.path().filename().string();
+    const size_t at = name.rfind(".tmp.");
+    // Only ours: mkostemp's six characters after the marker.
+    if (at == std::string::npos || name.size() != at + 5 + 6) continue;
+    if (std::filesystem::remove(entry.path(), ec)) removed.push_back(entry.path().string());
+  }
+  return removed;
+}
+
 absl::Status CniNetwork::Check(const common::Context& ctx, const PodNetworkRequest& req,
                                const std::string& network_name) {
   if (!IsValidCniIdentifier(req.sandbox_id) || !IsValidCniIdentifier(network_name))

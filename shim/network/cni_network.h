@@ -58,6 +58,8 @@ class CniNetwork : public NetworkPlugin {
   void SetPodCidr(const std::string& cidr) override;
   // The cache files marked with this shim's `owner`.
   std::vector<RecordedAttachment> RecordedAttachments() const override;
+  // WriteFileAtomically's temp files (<cache file>.tmp.XXXXXX) in the results dir.
+  std::vector<std::string> RemoveInterruptedWrites() override;
 
   std::string CacheFile(const std::string& network_name, const std::string& container_id) const;
 

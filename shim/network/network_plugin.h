@@ -69,6 +69,9 @@ class NetworkPlugin {
   // The attachments this shim made and has not torn down, so that those of sandboxes
   // that vanished can be; none for a plugin that keeps no record.
   virtual std::vector<RecordedAttachment> RecordedAttachments() const { return {}; }
+  // Deletes what writes of those records a crash interrupted left (only safe before
+  // serving); returns the paths.
+  virtual std::vector<std::string> RemoveInterruptedWrites() { return {}; }
 };
 
 }  // namespace network

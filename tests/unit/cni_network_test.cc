@@ -236,6 +236,19 @@ TEST_F(CniNetworkTest, RecordedAttachmentsAreTheCacheFilesThisShimWrote) {
   EXPECT_TRUE(network_->RecordedAttachments().empty());
 }
 
+TEST_F(CniNetworkTest, RemoveInterruptedWritesTakesOnlyOurTempFiles) {
+  WriteConf("10-podnet.conflist", kChain);
+  ASSERT_TRUE(network_->SetUp(ctx_, req_).ok());
+  const std::string results = dir_.path() + "/cache/results/";
+  const std::string cache = network_->CacheFile("podnet", kSandbox);
+  // A kill between WriteFileAtomically's temp file and its rename leaves this.
+  std::ofstream(cache + ".tmp.a1B2c3") << "{";
+  std::ofstream(results + "other-runtime.tmp") << "{";
+  EXPECT_THAT(network_->RemoveInterruptedWrites(), ElementsAre(cache + ".tmp.a1B2c3"));
+  EXPECT_TRUE(std::filesystem::exists(cache));
+  EXPECT_TRUE(std::filesystem::exists(results + "other-runtime.tmp"));
+}
+
 TEST_F(CniNetworkTest, TearDownUsesTheCachedConfigAfterTheConfDirChanged) {
   WriteConf("10-podnet.conflist", kChain);
   ASSERT_TRUE(network_->SetUp(ctx_, req_).ok());

@@ -292,6 +292,13 @@ TEST_F(SandboxRecoveryTest, DockerDownAtStartLeavesEverythingForLater) {
   EXPECT_FALSE(HasCheckpoint(id));
 }
 
+TEST_F(SandboxRecoveryTest, CheckpointWriteInterruptedByACrashIsDeleted) {
+  const std::string tmp = root_ + "/sandbox/" + std::string(64, 'a') + ".tmp";
+  std::ofstream(tmp) << "{\"version\"";
+  Start();
+  EXPECT_FALSE(std::filesystem::exists(tmp));
+}
+
 TEST_F(SandboxRecoveryTest, CorruptCheckpointsOlderThanAWeekAreDeleted) {
   const std::string dir = root_ + "/sandbox/";
   const std::string old_file = dir + std::string(64, 'a') + ".corrupt";
