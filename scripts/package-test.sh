@@ -55,7 +55,7 @@ contents=$(dpkg-deb -c "$deb")
 for f in ./usr/bin/dockershim ./lib/systemd/system/dockershim.service ./lib/systemd/system/dockershim.socket \
          ./etc/dockershim/config.toml ./usr/share/doc/dockershim/migrating-from-cri-dockerd.md \
          ./usr/share/doc/dockershim/README.md; do
-  grep -q " $f\$" <<<"$contents" || fail "$f is not in the package"
+  grep -Eq " $f(\.gz)?\$" <<<"$contents" || fail "$f is not in the package"  # dh_compress gzips docs
 done
 dpkg-deb -f "$deb" Depends | grep -q libgrpc || fail "no shared-library dependencies"
 dpkg-deb -e "$deb" "$work/control"
