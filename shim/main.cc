@@ -20,6 +20,7 @@
 #include "shim/logs/log_copier.h"
 #include "shim/stats/writable_layers.h"
 #include "shim/streaming_runtime.h"
+#include "shim/view/view_client.h"
 #include "streaming/server.h"
 
 namespace {
@@ -39,6 +40,7 @@ struct Flags {
   std::string pull_progress_deadline = "1m";
   std::string runtime_request_timeout = "2m";
   std::string log_level = "info";
+  bool relist_from_memory = true;
 };
 
 [[noreturn]] void Usage(const std::string& message) {
@@ -94,6 +96,9 @@ int main(int argc, char** argv) {
   app.add_option("--runtime-request-timeout", f.runtime_request_timeout, "bound for every CRI call but pulls")
       ->capture_default_str();
   app.add_option("--log-level", f.log_level, "debug, info, warn or error")->capture_default_str();
+  app.add_option("--relist-from-memory", f.relist_from_memory,
+                 "answer ListPodSandbox/ListContainers from a view kept by Docker's events (false: ask Docker each time)")
+      ->capture_default_str();
   try {
     app.parse(argc, argv);
   } catch (const CLI::Success& e) {
@@ -164,7 +169,11 @@ int main(int argc, char** argv) {
   shim::stats::WritableLayerCollector writable_layers;
   options.writable_layers = &writable_layers;
 
-  shim::CriService service(options, **docker, *network);
+  // Relists from memory: the view follows Docker's events with the hub (below).
+  shim::view::ContainerView view(**docker);
+  shim::view::ViewClient viewed(**docker, view);
+  shim::CriService service(options, f.relist_from_memory ? static_cast<dockerclient::DockerClient&>(viewed) : **docker,
+                           *network);
   if (absl::Status s = service.Init(); !s.ok()) {
     LOG_ERROR << "cannot prepare " << options.root_directory << ": " << s.message();
     return 1;
@@ -174,7 +183,7 @@ int main(int argc, char** argv) {
   hub_options.docker_socket_path = DockerSocketPath(f.docker_endpoint);
   shim::events::EventHub events(**docker, hub_options, [&service](const shim::events::CriEvent& event) {
     return service.BuildContainerEvent(common::Context::WithTimeout(absl::Seconds(30)), event);
-  });
+  }, f.relist_from_memory ? &view : nullptr);
   shim::RuntimeServiceImpl runtime_service(service, grpc_options, &events);
   shim::ImageServiceImpl image_service(service, grpc_options);
 
