@@ -122,15 +122,10 @@ void EventHub::Connect() {
   stream_ = std::make_shared<dockerclient::EventStream>(
       ioc_.get_executor(), options, [this](dockerclient::DockerEvent event) { OnDockerEvent(std::move(event)); },
       [this](absl::Status status) { OnStreamEnd(std::move(status)); });
-  if (follower_) stream_->OnOpen([this] { OnOpen(); });
-  stream_->Start();
-}
-
-void EventHub::OnOpen() {
   // Subscribed first, listed next: whatever happens after the list comes as events
-  // (read once this returns), and whatever happened before is in the list.
-  synthesized_.clear();
-  Reconcile();
+  // (read once the list returns), and whatever happened before is in the list.
+  if (follower_) stream_->OnOpen([this] { Reconcile(); });
+  stream_->Start();
 }
 
 void EventHub::Reconcile() {
@@ -144,6 +139,8 @@ void EventHub::Reconcile() {
   if (!missed->empty()) {
     LOG_INFO << "Docker events: " << missed->size() << " lifecycle event(s) were missed; sending them from the list";
   }
+  // What an earlier list stood for has been replayed by now, if ever.
+  synthesized_.clear();
   for (const dockerclient::DockerEvent& e : *missed) {
     std::optional<CriEvent> cri = ToCriEvent(e);
     if (!cri) continue;
@@ -184,7 +181,7 @@ void EventHub::Dispatch(CriEvent event) {
   {
     std::lock_guard lock(mu_);
     if (subscribers_.empty() || stopped_) return;  // nobody to build it for
-    if (pending_.size() < options_.queue_limit) {
+    if (pending_.size() < options_.pending_limit) {
       pending_.push_back(std::move(event));
       pending_cv_.notify_one();
       return;
@@ -194,11 +191,11 @@ void EventHub::Dispatch(CriEvent event) {
     dropped.swap(subscribers_);
     pending_.clear();
   }
-  LOG_WARN << "GetContainerEvents: " << options_.queue_limit << " events wait for their statuses; dropping "
+  LOG_WARN << "GetContainerEvents: " << options_.pending_limit << " events wait for their statuses; dropping "
            << dropped.size() << " stream(s)";
   for (const auto& subscriber : dropped) {
     subscriber->End(absl::ResourceExhaustedError(absl::StrCat(
-        "dockershim fell behind by ", options_.queue_limit, " events reading their statuses; this stream was dropped")));
+        "dockershim fell behind by ", options_.pending_limit, " events reading their statuses; this stream was dropped")));
   }
 }
 

@@ -69,6 +69,8 @@ class Subscription {
 struct HubOptions {
   std::string docker_socket_path = "/var/run/docker.sock";
   std::size_t queue_limit = 1000;  // events per subscriber
+  // CRI events waiting for their statuses; beyond, every subscriber is dropped.
+  std::size_t pending_limit = 10000;
   // Waits before reconnecting after the stream broke: doubling from min to max,
   // back to min once an event came through.
   absl::Duration retry_min = absl::Milliseconds(500);
@@ -99,7 +101,7 @@ class EventHub {
  private:
   void Follow();  // mu_ held
   void Connect();
-  void OnOpen();
+  // The follower lists (at each open, then every reconcile_period); what it missed is dispatched.
   void Reconcile();
   void OnDockerEvent(dockerclient::DockerEvent event);
   void OnStreamEnd(absl::Status status);
