@@ -234,8 +234,8 @@ void EventHub::Publish(const Event& event) {
 void EventHub::OnStreamEnd(absl::Status status) {
   stream_.reset();
   reconcile_.cancel();
-  if (follower_) follower_->OnStreamDown();
   if (halted_) return;
+  if (follower_) follower_->OnStreamDown();
   LOG_WARN << "Docker events: " << (status.ok() ? "the stream ended" : status.message()) << "; following again in "
            << backoff_;
   retry_.expires_after(absl::ToChronoNanoseconds(backoff_));
