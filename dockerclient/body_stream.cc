@@ -54,6 +54,7 @@ void BodyStream::OnHeader(ErrorCode ec) {
   if (ended_) return;
   if (ec) return End(absl::UnavailableError(absl::StrCat("read response to ", what_, ": ", ec.message())));
   if (parser_.get().result_int() != 200) return ReadErrorBody();
+  if (on_open_) on_open_();
   ReadBody();
 }
 

@@ -30,6 +30,9 @@ class BodyStream final : public std::enable_shared_from_this<BodyStream> {
   // errors ("follow the log of container <id>").
   BodyStream(boost::asio::any_io_executor executor, std::string socket_path, std::string target, std::string what,
              OnData on_data, OnEnd on_end);
+  // Called once Docker answered 200, before any of the body is read (a followed
+  // stream is then registered: what happens from now on will come). Set before Start.
+  void OnOpen(std::function<void()> on_open) { on_open_ = std::move(on_open); }
   void Start();
   // Closes the connection; on_end(CANCELLED) follows unless the stream already ended.
   void Cancel();
@@ -46,6 +49,7 @@ class BodyStream final : public std::enable_shared_from_this<BodyStream> {
   const std::string what_;
   OnData on_data_;
   OnEnd on_end_;
+  std::function<void()> on_open_;
   boost::asio::local::stream_protocol::socket socket_;
   boost::beast::flat_buffer buffer_;
   boost::beast::http::request<boost::beast::http::empty_body> request_;

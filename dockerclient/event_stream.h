@@ -42,6 +42,8 @@ class EventStream final {
 
   EventStream(boost::asio::any_io_executor executor, const EventStreamOptions& options, OnEvent on_event,
               OnEnd on_end);
+  // Called when Docker accepted the subscription, before any event is handed over.
+  void OnOpen(std::function<void()> on_open) { body_->OnOpen(std::move(on_open)); }
   void Start() { body_->Start(); }
   // Closes the connection; on_end(CANCELLED) follows unless the stream already ended.
   void Cancel() { body_->Cancel(); }

@@ -31,9 +31,11 @@ v1::ContainerEventResponse CriService::BuildContainerEvent(const common::Context
               << pod_status.status().message();
   }
 
-  v1::ListContainersRequest list;
-  list.mutable_filter()->set_pod_sandbox_id(event.sandbox_id);
-  absl::StatusOr<v1::ListContainersResponse> containers = ListContainers(ctx, list);
+  if (!pod_status.ok()) return resp;  // no pod: its containers are not listed either
+  // The pod's full ID is known: no second inspect to resolve it.
+  v1::ContainerFilter filter;
+  absl::StatusOr<v1::ListContainersResponse> containers =
+      ListContainersOf(ctx, filter, resp.pod_sandbox_status().id());
   if (!containers.ok()) {
     LOG_DEBUG << "container event of " << event.container_id << ": containers of pod " << event.sandbox_id << ": "
               << containers.status().message();

@@ -35,18 +35,23 @@ absl::StatusOr<v1::ContainerStatusResponse> CriService::ContainerStatus(const co
 absl::StatusOr<v1::ListContainersResponse> CriService::ListContainers(const common::Context& ctx,
                                                                       const v1::ListContainersRequest& req) {
   const v1::ContainerFilter& filter = req.filter();
+  if (filter.pod_sandbox_id().empty()) return ListContainersOf(ctx, filter, "");
+  // crictl passes ID prefixes; the label holds the full ID.
+  absl::StatusOr<dockerclient::ContainerInspect> sandbox = InspectSandbox(ctx, filter.pod_sandbox_id());
+  if (absl::IsNotFound(sandbox.status())) return v1::ListContainersResponse();
+  RETURN_IF_ERROR(sandbox.status());
+  return ListContainersOf(ctx, filter, sandbox->id);
+}
+
+absl::StatusOr<v1::ListContainersResponse> CriService::ListContainersOf(const common::Context& ctx,
+                                                                        const v1::ContainerFilter& filter,
+                                                                        const std::string& sandbox_id) {
   dockerclient::ListContainersOptions list;
   list.all = true;
   if (FitsDockerLabelFilter(filter.label_selector()))
     for (const auto& [k, v] : filter.label_selector()) list.label_filter[k] = v;
   list.label_filter[kContainerTypeLabel] = kContainerTypeContainer;
-  if (!filter.pod_sandbox_id().empty()) {
-    // crictl passes ID prefixes; the label holds the full ID.
-    absl::StatusOr<dockerclient::ContainerInspect> sandbox = InspectSandbox(ctx, filter.pod_sandbox_id());
-    if (absl::IsNotFound(sandbox.status())) return v1::ListContainersResponse();
-    RETURN_IF_ERROR(sandbox.status());
-    list.label_filter[kSandboxIdLabel] = sandbox->id;
-  }
+  if (!sandbox_id.empty()) list.label_filter[kSandboxIdLabel] = sandbox_id;
   if (!filter.id().empty()) list.id = filter.id();
   ASSIGN_OR_RETURN(std::vector<dockerclient::ContainerSummary> containers, docker_.ListContainers(ctx, list));
 

@@ -222,6 +222,10 @@ class CriService {
   // Inspects `id` (ID or unique prefix); NOT_FOUND unless it is a CRI app container.
   absl::StatusOr<dockerclient::ContainerInspect> InspectCriContainer(const common::Context& ctx,
                                                                      const std::string& id);
+  // ListContainers once the pod filter is resolved: `sandbox_id` is a full ID, or empty.
+  absl::StatusOr<v1::ListContainersResponse> ListContainersOf(const common::Context& ctx,
+                                                              const v1::ContainerFilter& filter,
+                                                              const std::string& sandbox_id);
   // Stats helpers (container_stats.cc, sandbox_stats.cc): containers as ListContainers
   // lists them, pods with their containers, and what was read of each.
   absl::StatusOr<std::vector<ContainerFigures>> FiguresOfContainers(const common::Context& ctx,

@@ -31,6 +31,7 @@
 #include "shim/systemd/inherited_listener.h"
 #include "shim/systemd/listen_fds.h"
 #include "shim/systemd/notify.h"
+#include "shim/view/view_client.h"
 #include "streaming/server.h"
 
 namespace {
@@ -53,6 +54,7 @@ struct Flags {
   std::string runtime_cgroups;
   std::string metrics_bind_addr;
   std::string cri_socket_group;
+  bool relist_from_memory = true;
 };
 
 [[noreturn]] void Usage(const std::string& message) {
@@ -117,6 +119,9 @@ int main(int argc, char** argv) {
                  "cgroup to keep dockerd and containerd in (created if missing), with oom_score_adj -999");
   app.add_option("--metrics-bind-addr", f.metrics_bind_addr,
                  "serve /metrics and /healthz on host:port (:port is 127.0.0.1:port); off when empty");
+  app.add_option("--relist-from-memory", f.relist_from_memory,
+                 "answer ListPodSandbox/ListContainers from a view kept by Docker's events (false: ask Docker each time)")
+      ->capture_default_str();
   bool print_config = false;
   shim::config::AddConfigOptions(app, &print_config);
   try {
@@ -228,7 +233,11 @@ int main(int argc, char** argv) {
   shim::stats::WritableLayerCollector writable_layers;
   options.writable_layers = &writable_layers;
 
-  shim::CriService service(options, **docker, *network);
+  // Relists from memory: the view follows Docker's events with the hub (below).
+  shim::view::ContainerView view(**docker);
+  shim::view::ViewClient viewed(**docker, view);
+  shim::CriService service(options, f.relist_from_memory ? static_cast<dockerclient::DockerClient&>(viewed) : **docker,
+                           *network);
   if (absl::Status s = service.Init(); !s.ok()) {
     LOG_ERROR << "cannot prepare " << options.root_directory << ": " << s.message();
     return 1;
@@ -238,7 +247,7 @@ int main(int argc, char** argv) {
   hub_options.docker_socket_path = DockerSocketPath(f.docker_endpoint);
   shim::events::EventHub events(**docker, hub_options, [&service](const shim::events::CriEvent& event) {
     return service.BuildContainerEvent(common::Context::WithTimeout(absl::Seconds(30)), event);
-  });
+  }, f.relist_from_memory ? &view : nullptr);
   shim::RuntimeServiceImpl runtime_service(service, grpc_options, &events);
   shim::ImageServiceImpl image_service(service, grpc_options);
 

@@ -63,16 +63,33 @@ void Subscription::End(absl::Status status) {
   wake_();
 }
 
-EventHub::EventHub(dockerclient::DockerClient& docker, HubOptions options, Builder build)
+EventHub::EventHub(dockerclient::DockerClient& docker, HubOptions options, Builder build, Follower* follower)
     : docker_(docker),
       options_(std::move(options)),
       build_(std::move(build)),
+      follower_(follower),
       work_(asio::make_work_guard(ioc_)),
       retry_(ioc_),
       backoff_(options_.retry_min),
-      thread_([this] { ioc_.run(); }) {}
+      reconcile_(ioc_),
+      thread_([this] { ioc_.run(); }),
+      builder_([this] { BuildLoop(); }) {
+  if (follower_) {
+    std::lock_guard lock(mu_);
+    Follow();
+  }
+}
 
 EventHub::~EventHub() { Stop(); }
+
+void EventHub::Follow() {
+  started_ = true;
+  // From now on: the events between now and the connection come from Docker's buffer.
+  asio::post(ioc_, [this, now = absl::ToUnixNanos(absl::Now())] {
+    first_nanos_ = last_nanos_ = now;
+    Connect();
+  });
+}
 
 std::shared_ptr<Subscription> EventHub::Subscribe(std::function<void()> wake) {
   auto subscription = std::make_shared<Subscription>(options_.queue_limit, std::move(wake));
@@ -83,15 +100,7 @@ std::shared_ptr<Subscription> EventHub::Subscribe(std::function<void()> wake) {
     return subscription;
   }
   subscribers_.push_back(subscription);
-  if (!started_) {
-    started_ = true;
-    // From the first subscription on: the events between now and the connection come
-    // from Docker's buffer.
-    asio::post(ioc_, [this, now = absl::ToUnixNanos(absl::Now())] {
-      first_nanos_ = last_nanos_ = now;
-      Connect();
-    });
-  }
+  if (!started_) Follow();
   return subscription;
 }
 
@@ -115,7 +124,37 @@ void EventHub::Connect() {
   stream_ = std::make_shared<dockerclient::EventStream>(
       ioc_.get_executor(), options, [this](dockerclient::DockerEvent event) { OnDockerEvent(std::move(event)); },
       [this](absl::Status status) { OnStreamEnd(std::move(status)); });
+  // Subscribed first, listed next: whatever happens after the list comes as events
+  // (read once the list returns), and whatever happened before is in the list.
+  if (follower_) stream_->OnOpen([this] { Reconcile(); });
   stream_->Start();
+}
+
+void EventHub::Reconcile() {
+  if (halted_ || !stream_) return;
+  absl::StatusOr<std::vector<dockerclient::DockerEvent>> missed = follower_->Reconcile();
+  if (!missed.ok()) {
+    LOG_WARN << "Docker events: cannot list the containers to compare: " << missed.status().message();
+    stream_->Cancel();  // reconnects, and lists again, after the backoff
+    return;
+  }
+  if (!missed->empty()) {
+    LOG_INFO << "Docker events: " << missed->size() << " lifecycle event(s) were missed; sending them from the list";
+  }
+  // What an earlier list stood for has been replayed by now, if ever.
+  synthesized_.clear();
+  for (const dockerclient::DockerEvent& e : *missed) {
+    std::optional<CriEvent> cri = ToCriEvent(e);
+    if (!cri) continue;
+    Synthesized& s = synthesized_[cri->container_id];
+    s.listed_at = e.time_nano;
+    s.types.insert(cri->type);
+    Dispatch(*std::move(cri));
+  }
+  reconcile_.expires_after(absl::ToChronoNanoseconds(options_.reconcile_period));
+  reconcile_.async_wait([this](boost::system::error_code ec) {
+    if (!ec) Reconcile();
+  });
 }
 
 bool EventHub::IsNew(const dockerclient::DockerEvent& event) {
@@ -129,13 +168,51 @@ bool EventHub::IsNew(const dockerclient::DockerEvent& event) {
 void EventHub::OnDockerEvent(dockerclient::DockerEvent event) {
   if (halted_ || !IsNew(event)) return;
   backoff_ = options_.retry_min;
+  if (follower_) follower_->OnEvent(event);
   std::optional<CriEvent> cri = ToCriEvent(event);
   if (!cri) return;
+  if (auto it = synthesized_.find(cri->container_id);
+      it != synthesized_.end() && cri->created_at <= it->second.listed_at && it->second.types.erase(cri->type) > 0) {
+    return;  // already sent, from the list
+  }
+  Dispatch(*std::move(cri));
+}
+
+void EventHub::Dispatch(CriEvent event) {
+  std::vector<std::shared_ptr<Subscription>> dropped;
   {
     std::lock_guard lock(mu_);
-    if (subscribers_.empty()) return;  // nobody to build it for
+    if (subscribers_.empty() || stopped_) return;  // nobody to build it for
+    if (pending_.size() < options_.pending_limit) {
+      pending_.push_back(std::move(event));
+      pending_cv_.notify_one();
+      return;
+    }
+    // Statuses cannot be read as fast as Docker's events come: every subscriber would
+    // fall behind that far.
+    dropped.swap(subscribers_);
+    pending_.clear();
   }
-  Publish(std::make_shared<const runtime::v1::ContainerEventResponse>(build_(*cri)));
+  LOG_WARN << "GetContainerEvents: " << options_.pending_limit << " events wait for their statuses; dropping "
+           << dropped.size() << " stream(s)";
+  for (const auto& subscriber : dropped) {
+    subscriber->End(absl::ResourceExhaustedError(absl::StrCat(
+        "dockershim fell behind by ", options_.pending_limit, " events reading their statuses; this stream was dropped")));
+  }
+}
+
+void EventHub::BuildLoop() {
+  std::unique_lock lock(mu_);
+  for (;;) {
+    pending_cv_.wait(lock, [this] { return stopped_ || !pending_.empty(); });
+    if (stopped_) return;
+    CriEvent event = std::move(pending_.front());
+    pending_.pop_front();
+    if (subscribers_.empty()) continue;  // the last one left meanwhile
+    lock.unlock();
+    Publish(std::make_shared<const runtime::v1::ContainerEventResponse>(build_(event)));
+    lock.lock();
+  }
 }
 
 void EventHub::Publish(const Event& event) {
@@ -158,7 +235,9 @@ void EventHub::Publish(const Event& event) {
 
 void EventHub::OnStreamEnd(absl::Status status) {
   stream_.reset();
+  reconcile_.cancel();
   if (halted_) return;
+  if (follower_) follower_->OnStreamDown();
   LOG_WARN << "Docker events: " << (status.ok() ? "the stream ended" : status.message()) << "; following again in "
            << backoff_;
   retry_.expires_after(absl::ToChronoNanoseconds(backoff_));
@@ -175,16 +254,20 @@ void EventHub::Stop() {
     if (stopped_) return;
     stopped_ = true;
     subscribers.swap(subscribers_);
+    pending_.clear();
   }
   stopping_ = true;
+  pending_cv_.notify_all();
   std::promise<void> done;
   asio::post(ioc_, [this, &done] {
     halted_ = true;
     retry_.cancel();
+    reconcile_.cancel();
     if (stream_) stream_->Cancel();
     done.set_value();
   });
   done.get_future().wait();
+  builder_.join();  // after the payload being built, if any
   for (const auto& subscriber : subscribers) subscriber->End(absl::UnavailableError("dockershim is shutting down"));
   work_.reset();
   ioc_.stop();

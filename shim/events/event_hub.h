@@ -1,12 +1,16 @@
 #pragma once
-// One Docker events subscription shared by every GetContainerEvents stream. The hub
-// owns one thread (an io_context) that follows Docker's events, turns each CRI event
-// into a ContainerEventResponse once (the builder's Docker calls run on this thread;
-// Docker holds the next events in the socket meanwhile) and queues it for every
-// subscriber. A subscriber that lets `queue_limit` events pile up is dropped (its
-// stream ends RESOURCE_EXHAUSTED) and never slows the others. A broken Docker stream
-// (dockerd restarting) is resumed with backoff from about the last event's time, and
-// the events Docker sends again are skipped.
+// One Docker events subscription shared by every GetContainerEvents stream and the
+// container view. The hub's thread (an io_context) reads Docker's events and hands
+// each one at once to the Follower (the view), if any; CRI events go to a second
+// thread that builds each ContainerEventResponse once (its Docker calls and log-drain
+// waits never hold up the reading) and queues it for every subscriber, and only while
+// there are subscribers. A subscriber that lets `queue_limit` events pile up is
+// dropped (its stream ends RESOURCE_EXHAUSTED) and never slows the others. A broken
+// Docker stream (dockerd restarting) is resumed with backoff from about the last
+// event's time, and the events Docker sends again are skipped. Each time the stream
+// opens (and every `reconcile_period`) the follower compares Docker's full list with
+// what it knows; what changed unseen reaches subscribers as the events Docker would
+// have sent, once: a replayed event that one of those already stood for is skipped.
 #include <atomic>
 #include <cstddef>
 #include <deque>
@@ -23,6 +27,7 @@
 #include <boost/asio/executor_work_guard.hpp>
 #include <boost/asio/io_context.hpp>
 #include <boost/asio/steady_timer.hpp>
+#include <condition_variable>
 
 #include "absl/status/status.h"
 #include "absl/time/time.h"
@@ -30,6 +35,7 @@
 #include "dockerclient/docker_client.h"
 #include "dockerclient/event_stream.h"
 #include "shim/events/cri_event.h"
+#include "shim/events/follower.h"
 
 namespace shim::events {
 
@@ -64,19 +70,25 @@ class Subscription {
 struct HubOptions {
   std::string docker_socket_path = "/var/run/docker.sock";
   std::size_t queue_limit = 1000;  // events per subscriber
+  // CRI events waiting for their statuses; beyond, every subscriber is dropped.
+  std::size_t pending_limit = 10000;
   // Waits before reconnecting after the stream broke: doubling from min to max,
   // back to min once an event came through.
   absl::Duration retry_min = absl::Milliseconds(500);
   absl::Duration retry_max = absl::Seconds(30);
+  // How often the follower checks its state against Docker's full list while the
+  // stream stays open (it also does at every open).
+  absl::Duration reconcile_period = absl::Minutes(1);
 };
 
 class EventHub {
  public:
   using Builder = std::function<runtime::v1::ContainerEventResponse(const CriEvent&)>;
 
-  // `docker` answers the API version; `build` fills an event's statuses. Both must
-  // outlive the hub. Docker is followed from the first Subscribe on.
-  EventHub(dockerclient::DockerClient& docker, HubOptions options, Builder build);
+  // `docker` answers the API version; `build` fills an event's statuses; both (and
+  // `follower`, if any) must outlive the hub. Docker is followed from the start with a
+  // follower, else from the first Subscribe on.
+  EventHub(dockerclient::DockerClient& docker, HubOptions options, Builder build, Follower* follower = nullptr);
   ~EventHub();  // Stop()
   EventHub(const EventHub&) = delete;
   EventHub& operator=(const EventHub&) = delete;
@@ -88,9 +100,15 @@ class EventHub {
   void Stop();
 
  private:
+  void Follow();  // mu_ held
   void Connect();
+  // The follower lists (at each open, then every reconcile_period); what it missed is dispatched.
+  void Reconcile();
   void OnDockerEvent(dockerclient::DockerEvent event);
   void OnStreamEnd(absl::Status status);
+  // Queues `event` for the builder's thread, if anyone subscribed.
+  void Dispatch(CriEvent event);
+  void BuildLoop();
   void Publish(const Event& event);
   // Once-per-event bookkeeping for resuming; false for an event already seen.
   bool IsNew(const dockerclient::DockerEvent& event);
@@ -98,9 +116,12 @@ class EventHub {
   dockerclient::DockerClient& docker_;
   const HubOptions options_;
   const Builder build_;
+  Follower* const follower_;
 
   std::mutex mu_;
+  std::condition_variable pending_cv_;
   std::vector<std::shared_ptr<Subscription>> subscribers_;  // guarded by mu_
+  std::deque<CriEvent> pending_;                            // to build; guarded by mu_
   bool started_ = false, stopped_ = false;                  // guarded by mu_
 
   // Only touched on the thread.
@@ -112,10 +133,19 @@ class EventHub {
   int64_t first_nanos_ = 0;  // the first Subscribe: nothing before is wanted
   int64_t last_nanos_ = 0;   // the newest event's time
   std::map<int64_t, std::set<std::string>> recent_;  // id+action of the last second's events, by time
+  boost::asio::steady_timer reconcile_;
+  // The events the last reconcile stood in for, by container: the same event from
+  // Docker, stamped before that list, is not delivered again.
+  struct Synthesized {
+    int64_t listed_at = 0;
+    std::set<int> types;  // ContainerEventType
+  };
+  std::map<std::string, Synthesized> synthesized_;
   bool halted_ = false;
   // Set by Stop before it waits for the thread: cancels a Ping in progress.
   std::atomic<bool> stopping_{false};
   std::thread thread_;
+  std::thread builder_;
 };
 
 }  // namespace shim::events

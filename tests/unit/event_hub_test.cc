@@ -18,6 +18,7 @@
 #include "absl/time/clock.h"
 #include "shim/logs/cri_log.h"
 #include "tests/unit/fake_docker_client.h"
+#include "shim/view/container_view.h"
 #include "tests/unit/test_http_server.h"
 
 namespace shim::events {
@@ -26,6 +27,7 @@ namespace {
 namespace v1 = runtime::v1;
 using ::testing::ElementsAre;
 using ::testing::HasSubstr;
+using ::testing::UnorderedElementsAre;
 
 constexpr absl::Duration kWait = absl::Seconds(10);
 constexpr std::string_view kOk = "HTTP/1.1 200 OK\r\nTransfer-Encoding: chunked\r\n\r\n";
@@ -92,7 +94,8 @@ class EventHubTest : public ::testing::Test {
   void SetUp() override { docker_.version.api_version = "1.41"; }
 
   // Serves each events request with `script(fd, index)`; records the request targets.
-  void Serve(std::function<void(int fd, int index)> script, std::size_t queue_limit = 1000) {
+  void Serve(std::function<void(int fd, int index)> script, std::size_t queue_limit = 1000,
+             Follower* follower = nullptr) {
     server_ = std::make_unique<testhttp::UnixHttpServer>([this, script](int fd, int index) {
       std::string buffer;
       auto request = testhttp::ReadRequest(fd, buffer);
@@ -108,14 +111,18 @@ class EventHubTest : public ::testing::Test {
     options.queue_limit = queue_limit;
     options.retry_min = absl::Milliseconds(20);
     options.retry_max = absl::Milliseconds(100);
-    hub_ = std::make_unique<EventHub>(docker_, options, [this](const CriEvent& e) {
-      ++built_;
-      v1::ContainerEventResponse resp;
-      resp.set_container_id(e.container_id);
-      resp.set_container_event_type(e.type);
-      resp.set_created_at(e.created_at);
-      return resp;
-    });
+    hub_ = std::make_unique<EventHub>(
+        docker_, options,
+        [this](const CriEvent& e) {
+          if (build_hook_) build_hook_(e);
+          ++built_;
+          v1::ContainerEventResponse resp;
+          resp.set_container_id(e.container_id);
+          resp.set_container_event_type(e.type);
+          resp.set_created_at(e.created_at);
+          return resp;
+        },
+        follower);
   }
 
   // The collector lives as long as the hub, whose wake-ups reach it until Stop.
@@ -147,6 +154,7 @@ class EventHubTest : public ::testing::Test {
   std::vector<std::unique_ptr<Collector>> collectors_;
   std::unique_ptr<EventHub> hub_;
   std::atomic<int> built_{0};
+  std::function<void(const CriEvent&)> build_hook_;  // set before Serve
   std::mutex mu_;
   std::vector<std::string> targets_;
 };
@@ -279,6 +287,130 @@ TEST_F(EventHubTest, SubscribingAfterStopEndsAtOnce) {
   auto s = Subscribe();
   ASSERT_TRUE(s->End().has_value());
   EXPECT_TRUE(absl::IsUnavailable(*s->End()));
+}
+
+// A follower that records what the hub hands it.
+struct RecordingFollower : Follower {
+  std::mutex mu;
+  std::vector<std::string> seen;  // "<id> <action>"
+  int reconciles = 0;
+  void OnEvent(const dockerclient::DockerEvent& e) override {
+    std::lock_guard lock(mu);
+    seen.push_back(absl::StrCat(e.id, " ", e.action));
+  }
+  absl::StatusOr<std::vector<dockerclient::DockerEvent>> Reconcile() override {
+    std::lock_guard lock(mu);
+    ++reconciles;
+    return std::vector<dockerclient::DockerEvent>();
+  }
+  void OnStreamDown() override {}
+  std::vector<std::string> Seen() {
+    std::lock_guard lock(mu);
+    return seen;
+  }
+};
+
+TEST_F(EventHubTest, AFollowerIsFedFromTheStartAndNothingIsBuiltWithoutSubscribers) {
+  RecordingFollower follower;
+  Serve(
+      [&](int fd, int) {
+        testhttp::WriteAll(fd, kOk);
+        testhttp::WriteAll(fd, Chunk(EventLine("c1", "create", kBase + 1) + EventLine("c1", "exec_start: sh", kBase + 2)));
+        Hold(fd);
+      },
+      1000, &follower);
+  EXPECT_TRUE(Eventually([&] { return follower.Seen().size() == 2; }));
+  EXPECT_THAT(follower.Seen(), ElementsAre("c1 create", "c1 exec_start: sh"));
+  EXPECT_EQ(follower.reconciles, 1);  // when the stream opened
+  EXPECT_EQ(Targets().size(), 1u);
+  EXPECT_EQ(built_, 0);
+  hub_->Stop();  // before the follower goes
+}
+
+TEST_F(EventHubTest, AFollowerGetsEventsWhileAPayloadIsBeingBuilt) {
+  RecordingFollower follower;
+  std::atomic<bool> release{false};
+  build_hook_ = [&](const CriEvent&) {
+    while (!release) absl::SleepFor(absl::Milliseconds(1));  // a slow status read (a log drain wait)
+  };
+  std::atomic<bool> go{false};
+  Serve(
+      [&](int fd, int) {
+        testhttp::WriteAll(fd, kOk);
+        while (!go) absl::SleepFor(absl::Milliseconds(1));
+        testhttp::WriteAll(fd, Chunk(EventLine("c1", "create", kBase + 1) + EventLine("c1", "start", kBase + 2) +
+                                     EventLine("c1", "die", kBase + 3)));
+        Hold(fd);
+      },
+      1000, &follower);
+  auto s = Subscribe();
+  go = true;
+  EXPECT_TRUE(Eventually([&] { return follower.Seen().size() == 3; }));
+  EXPECT_EQ(built_, 0);  // the first payload is still being built
+  EXPECT_TRUE(s->Events().empty());
+  release = true;
+  EXPECT_TRUE(Eventually([&] { return s->Events().size() == 3; }));
+  EXPECT_THAT(s->Events(), ElementsAre("c1 CONTAINER_CREATED_EVENT", "c1 CONTAINER_STARTED_EVENT",
+                                       "c1 CONTAINER_STOPPED_EVENT"));
+  release = true;
+  hub_->Stop();  // before the follower and the hook's flag go
+}
+
+TEST_F(EventHubTest, AfterAReconnectSubscribersGetWhatDockerDidNotKeepOnce) {
+  docker_.AddImage({"busybox:1.36"});
+  const common::Context ctx = common::Context::WithTimeout(kWait);
+  auto Create = [&](const std::string& name) {
+    nlohmann::json body = {{"Image", "busybox:1.36"},
+                           {"Labels", {{"io.kubernetes.docker.type", "container"}, {"io.kubernetes.sandbox.id", "s1"}}}};
+    absl::StatusOr<std::string> id = docker_.CreateContainer(ctx, name, body);
+    EXPECT_TRUE(id.ok()) << id.status();
+    return *id;
+  };
+  const std::string a = Create("k8s_a_p_ns_u_0"), b = Create("k8s_b_p_ns_u_0");
+  ASSERT_TRUE(docker_.StartContainer(ctx, a).ok());
+  ASSERT_TRUE(docker_.StartContainer(ctx, b).ok());
+  ASSERT_TRUE(docker_.StopContainer(ctx, b, {}).ok());
+
+  view::ContainerView view(docker_);
+  std::atomic<bool> broken{false}, resume{false};
+  std::atomic<int64_t> a_died{0};
+  Serve(
+      [&](int fd, int index) {
+        if (index == 0) {
+          testhttp::WriteAll(fd, kOk);
+          while (!broken) absl::SleepFor(absl::Milliseconds(1));
+          return;  // dockerd restarts
+        }
+        while (!resume) absl::SleepFor(absl::Milliseconds(1));
+        testhttp::WriteAll(fd, kOk);
+        // What Docker kept of the outage (a's death; b's removal and c are lost), then a new event.
+        testhttp::WriteAll(fd, Chunk(EventLine(a, "die", a_died) + EventLine("e1", "start", kBase)));
+        Hold(fd);
+      },
+      1000, &view);
+  auto s = Subscribe();
+  ASSERT_TRUE(Eventually([&] { return view.Live(); }));
+
+  broken = true;
+  ASSERT_TRUE(Eventually([&] { return !view.Live(); })) << "not trusted while the stream is down";
+  ASSERT_TRUE(docker_.StopContainer(ctx, a, {}).ok());
+  a_died = absl::ToUnixNanos(absl::Now());
+  ASSERT_TRUE(docker_.RemoveContainer(ctx, b, true).ok());
+  const std::string c = Create("k8s_c_p_ns_u_0");
+  ASSERT_TRUE(docker_.StartContainer(ctx, c).ok());
+  resume = true;
+
+  ASSERT_TRUE(Eventually([&] { return s->Events().size() >= 5; })) << s->Events().size();
+  absl::SleepFor(absl::Milliseconds(200));  // a duplicate would come meanwhile
+  std::vector<std::string> got = s->Events();
+  ASSERT_EQ(got.size(), 5u) << ::testing::PrintToString(got);
+  EXPECT_EQ(got.back(), "e1 CONTAINER_STARTED_EVENT");
+  got.pop_back();
+  EXPECT_THAT(got, UnorderedElementsAre(a + " CONTAINER_STOPPED_EVENT", b + " CONTAINER_DELETED_EVENT",
+                                        c + " CONTAINER_CREATED_EVENT", c + " CONTAINER_STARTED_EVENT"));
+  EXPECT_TRUE(view.Live());
+  EXPECT_EQ(Targets().size(), 2u);
+  hub_->Stop();  // before the view goes
 }
 
 }  // namespace

@@ -335,7 +335,9 @@ absl::StatusOr<std::vector<dockerclient::ContainerSummary>> FakeDockerClient::Li
     s.image_id = in.image;
     s.state = in.state.status;
     s.labels = in.labels;
-    s.created = 1700000000;
+    // Whole seconds of the inspect's time, as dockerd lists it.
+    absl::Time created;
+    s.created = absl::ParseTime(absl::RFC3339_full, in.created, &created, nullptr) ? absl::ToUnixSeconds(created) : 0;
     out.push_back(std::move(s));
   }
   return out;

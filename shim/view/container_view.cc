@@ -1,0 +1,202 @@
+#include "shim/view/container_view.h"
+
+#include <algorithm>
+#include <set>
+
+#include "absl/strings/match.h"
+#include "common/log.h"
+#include "shim/container_convert.h"
+#include "shim/naming.h"
+
+namespace shim::view {
+
+namespace {
+
+constexpr absl::Duration kDockerTimeout = absl::Seconds(30);
+
+// How far a container got: created, started (running, paused, restarting), ended.
+int Stage(const std::string& state) {
+  if (state == "created") return 0;
+  if (state == "exited" || state == "dead" || state == "removing") return 2;
+  return 1;
+}
+
+bool Active(const std::string& state) { return state == "running" || state == "paused" || state == "restarting"; }
+
+dockerclient::DockerEvent EventOf(const dockerclient::ContainerSummary& c, const char* action, int64_t time_nano) {
+  dockerclient::DockerEvent e;
+  e.type = "container";
+  e.action = action;
+  e.id = c.id;
+  e.attributes = c.labels;
+  // As Docker puts them in an event's attributes.
+  const std::string& name = c.names.empty() ? std::string() : c.names.front();
+  e.attributes["name"] = absl::StartsWith(name, "/") ? name.substr(1) : name;
+  e.attributes["image"] = c.image;
+  e.time_nano = time_nano;
+  return e;
+}
+
+bool Matches(const dockerclient::ContainerSummary& c, const dockerclient::ListContainersOptions& o) {
+  if (!o.all && !Active(c.state)) return false;
+  // Docker matches the id filter anywhere in the ID (an unanchored pattern).
+  if (o.id && !absl::StrContains(c.id, *o.id)) return false;
+  if (o.status && c.state != *o.status) return false;
+  for (const std::string& key : o.label_keys) {
+    if (!c.labels.contains(key)) return false;
+  }
+  for (const auto& [key, value] : o.label_filter) {
+    auto it = c.labels.find(key);
+    if (it == c.labels.end() || it->second != value) return false;
+  }
+  return true;
+}
+
+}  // namespace
+
+dockerclient::ContainerSummary SummaryOf(const dockerclient::ContainerInspect& c) {
+  dockerclient::ContainerSummary s;
+  s.id = c.id;
+  s.names = {c.name};
+  s.image = c.config_image;
+  s.image_id = c.image;
+  s.created = DockerTimeToNanos(c.created) / 1000000000;  // the list has whole seconds
+  s.state = c.state.status;
+  s.labels = c.labels;
+  return s;
+}
+
+std::vector<dockerclient::DockerEvent> EventsBetween(const std::optional<dockerclient::ContainerSummary>& before,
+                                                     const std::optional<dockerclient::ContainerSummary>& after,
+                                                     int64_t time_nano) {
+  std::vector<dockerclient::DockerEvent> out;
+  if (!before && !after) return out;
+  const dockerclient::ContainerSummary& c = after ? *after : *before;
+  int from = before ? Stage(before->state) : -1;
+  const int to = after ? Stage(after->state) : 3;
+  if (from > to && to == 1) {
+    out.push_back(EventOf(c, "start", time_nano));  // started again after it ended
+    return out;
+  }
+  // Gone while only created: nothing ran, so nothing died.
+  if (to == 3 && from == 0) from = 2;
+  static constexpr const char* kActions[] = {"create", "start", "die", "destroy"};
+  for (int stage = from + 1; stage <= to; ++stage) out.push_back(EventOf(c, kActions[stage], time_nano));
+  return out;
+}
+
+ContainerView::ContainerView(dockerclient::DockerClient& docker) : docker_(docker) {}
+
+bool ContainerView::Live() const {
+  std::lock_guard lock(mu_);
+  return live_;
+}
+
+std::optional<std::vector<dockerclient::ContainerSummary>> ContainerView::List(
+    const dockerclient::ListContainersOptions& options) const {
+  const bool cri_only = options.label_filter.contains(kContainerTypeLabel) ||
+                        std::find(options.label_keys.begin(), options.label_keys.end(), kContainerTypeLabel) !=
+                            options.label_keys.end();
+  if (!cri_only) return std::nullopt;
+  std::lock_guard lock(mu_);
+  if (!live_) return std::nullopt;
+  std::vector<dockerclient::ContainerSummary> out;
+  for (const auto& [id, c] : containers_) {
+    if (Matches(c, options)) out.push_back(c);
+  }
+  return out;
+}
+
+void ContainerView::Refresh(const common::Context& ctx, const std::string& id) {
+  if (!Live()) return;
+  std::lock_guard refresh(refresh_mu_);
+  Reread(ctx, id);
+}
+
+void ContainerView::Reread(const common::Context& ctx, const std::string& id) {
+  absl::StatusOr<dockerclient::ContainerInspect> c = docker_.InspectContainer(ctx, id);
+  std::lock_guard lock(mu_);
+  if (c.ok()) {
+    if (c->labels.contains(kContainerTypeLabel)) {
+      containers_[c->id] = SummaryOf(*c);
+    } else {
+      containers_.erase(c->id);
+    }
+    return;
+  }
+  if (!absl::IsNotFound(c.status())) {
+    // The entry stays as it was; the container's next event or the next reconcile corrects it.
+    LOG_DEBUG << "container view: cannot read container " << id << ": " << c.status().message();
+    return;
+  }
+  // Gone: `id` is what the caller named it by.
+  if (containers_.erase(id) > 0) return;
+  auto first = containers_.lower_bound(id);
+  if (first != containers_.end() && absl::StartsWith(first->first, id)) {
+    auto next = std::next(first);
+    if (next == containers_.end() || !absl::StartsWith(next->first, id)) containers_.erase(first);
+    return;
+  }
+  std::erase_if(containers_, [&](const auto& entry) {
+    const auto& names = entry.second.names;
+    return std::find(names.begin(), names.end(), "/" + id) != names.end();
+  });
+}
+
+void ContainerView::OnEvent(const dockerclient::DockerEvent& event) {
+  if (event.action == "destroy") {
+    std::lock_guard lock(mu_);
+    containers_.erase(event.id);
+    return;
+  }
+  // The actions that change what a list shows; exec_*, attach, resize, kill (a die
+  // follows), health_status ... do not.
+  static const std::set<std::string> kChanging = {"create", "start", "die", "pause", "unpause", "rename"};
+  if (!kChanging.contains(event.action)) return;
+  std::lock_guard refresh(refresh_mu_);
+  Reread(common::Context::WithTimeout(kDockerTimeout), event.id);
+}
+
+absl::StatusOr<std::vector<dockerclient::DockerEvent>> ContainerView::Reconcile() {
+  std::lock_guard refresh(refresh_mu_);
+  dockerclient::ListContainersOptions options;
+  options.all = true;
+  options.label_keys = {kContainerTypeLabel};
+  absl::StatusOr<std::vector<dockerclient::ContainerSummary>> listed =
+      docker_.ListContainers(common::Context::WithTimeout(kDockerTimeout), options);
+  if (!listed.ok()) {
+    std::lock_guard lock(mu_);
+    live_ = false;
+    return listed.status();
+  }
+  // Stamped after the list: what it shows happened before.
+  const int64_t now = absl::ToUnixNanos(absl::Now());
+  std::map<std::string, dockerclient::ContainerSummary> fresh;
+  for (dockerclient::ContainerSummary& c : *listed) fresh.emplace(c.id, std::move(c));
+
+  std::vector<dockerclient::DockerEvent> missed;
+  std::lock_guard lock(mu_);
+  if (primed_) {
+    auto Find = [](const auto& map, const std::string& id) -> std::optional<dockerclient::ContainerSummary> {
+      auto it = map.find(id);
+      if (it == map.end()) return std::nullopt;
+      return it->second;
+    };
+    std::set<std::string> ids;
+    for (const auto& [id, c] : containers_) ids.insert(id);
+    for (const auto& [id, c] : fresh) ids.insert(id);
+    for (const std::string& id : ids) {
+      for (auto& e : EventsBetween(Find(containers_, id), Find(fresh, id), now)) missed.push_back(std::move(e));
+    }
+  }
+  containers_ = std::move(fresh);
+  live_ = primed_ = true;
+  return missed;
+}
+
+void ContainerView::OnStreamDown() {
+  std::lock_guard lock(mu_);
+  live_ = false;
+}
+
+}  // namespace shim::view

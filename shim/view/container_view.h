@@ -1,0 +1,67 @@
+#pragma once
+// The node's CRI containers and pod infra containers as Docker lists them, kept in
+// memory so that the kubelet's relist (ListPodSandbox + ListContainers every second)
+// costs dockerd nothing. Fed on the event hub's thread by Docker's events (each one
+// re-reads its container by inspect), re-read at once after the shim's own lifecycle
+// calls (ViewClient), and checked against Docker's full list whenever the events
+// stream (re)opens and every minute. While the stream is down, or before the first
+// list, the view answers nothing and callers ask Docker.
+#include <cstdint>
+#include <map>
+#include <mutex>
+#include <optional>
+#include <string>
+#include <vector>
+
+#include "dockerclient/docker_client.h"
+#include "shim/events/follower.h"
+
+namespace shim::view {
+
+class ContainerView final : public events::Follower {
+ public:
+  // `docker` (not a ViewClient) must outlive the view.
+  explicit ContainerView(dockerclient::DockerClient& docker);
+
+  // What docker.ListContainers(options) would answer, in ID order; nullopt while the
+  // view is not live, or when `options` may match containers it does not hold (it
+  // holds only those with the io.kubernetes.docker.type label).
+  std::optional<std::vector<dockerclient::ContainerSummary>> List(const dockerclient::ListContainersOptions& options) const;
+  bool Live() const;
+
+  // After a call that may have changed container `id` (an ID, unique prefix or name):
+  // inspects it and updates or drops its entry. Skipped while not live (the next
+  // reconcile lists it anyway).
+  void Refresh(const common::Context& ctx, const std::string& id);
+
+  // events::Follower (the hub's thread).
+  void OnEvent(const dockerclient::DockerEvent& event) override;
+  absl::StatusOr<std::vector<dockerclient::DockerEvent>> Reconcile() override;
+  void OnStreamDown() override;
+
+ private:
+  // Inspects and stores `id`; `refresh_mu_` held.
+  void Reread(const common::Context& ctx, const std::string& id);
+
+  dockerclient::DockerClient& docker_;
+  // Serializes each read of Docker with its store: a later read never loses to an
+  // earlier one that returned after it.
+  std::mutex refresh_mu_;
+  mutable std::mutex mu_;
+  std::map<std::string, dockerclient::ContainerSummary> containers_;  // by ID; guarded by mu_
+  bool live_ = false;    // guarded by mu_
+  bool primed_ = false;  // a list was applied once; guarded by mu_
+};
+
+// The summary Docker's list would give for an inspected container (the status text
+// aside, which nothing reads).
+dockerclient::ContainerSummary SummaryOf(const dockerclient::ContainerInspect& c);
+
+// The lifecycle events that lead from `before` to `after` of one container (either
+// may be absent), as Docker names them ("create", "start", "die", "destroy"), stamped
+// `time_nano`. Pure.
+std::vector<dockerclient::DockerEvent> EventsBetween(const std::optional<dockerclient::ContainerSummary>& before,
+                                                     const std::optional<dockerclient::ContainerSummary>& after,
+                                                     int64_t time_nano);
+
+}  // namespace shim::view

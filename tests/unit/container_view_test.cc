@@ -1,0 +1,377 @@
+// The container view (shim/view/) on the fake Docker client: lists answered from
+// memory exactly as Docker's, the shim's own calls shown at once, other changes
+// applied from events, Docker asked while the view is not live, and a reconcile
+// reporting what changed unseen.
+#include "shim/view/container_view.h"
+
+#include <gmock/gmock.h>
+#include <google/protobuf/util/message_differencer.h>
+#include <gtest/gtest.h>
+#include <stdlib.h>
+
+#include <filesystem>
+#include <memory>
+#include <set>
+#include <string>
+#include <vector>
+
+#include "absl/strings/str_cat.h"
+#include "shim/cri_service.h"
+#include "shim/naming.h"
+#include "shim/view/view_client.h"
+#include "tests/unit/fake_docker_client.h"
+#include "tests/unit/fake_network.h"
+
+namespace shim::view {
+namespace {
+
+namespace fs = std::filesystem;
+using ::testing::ElementsAre;
+using ::testing::IsEmpty;
+using ::testing::UnorderedElementsAre;
+
+constexpr char kPause[] = "registry.k8s.io/pause:3.10";
+constexpr char kBusybox[] = "busybox:1.36";
+
+class ContainerViewTest : public ::testing::Test {
+ protected:
+  void SetUp() override {
+    std::string tmpl = ::testing::TempDir() + "/container_view_test.XXXXXX";
+    ASSERT_NE(::mkdtemp(tmpl.data()), nullptr);
+    root_ = tmpl;
+    docker_.AddImage({kPause});
+    docker_.AddImage({kBusybox});
+    Options o;
+    o.root_directory = root_;
+    o.pod_infra_image = kPause;
+    o.oom_score_adj_floor = -1000;
+    // Both services share Docker and the state directory; only `viewed_` knows the view.
+    direct_ = std::make_unique<CriService>(o, docker_, network_);
+    viewed_ = std::make_unique<CriService>(o, client_, network_);
+    ASSERT_TRUE(direct_->Init().ok());
+    ASSERT_TRUE(viewed_->Init().ok());
+  }
+  void TearDown() override {
+    viewed_.reset();
+    direct_.reset();
+    std::error_code ec;
+    fs::remove_all(root_, ec);
+  }
+
+  v1::PodSandboxConfig Pod(const std::string& name) {
+    v1::PodSandboxConfig pod;
+    pod.mutable_metadata()->set_name(name);
+    pod.mutable_metadata()->set_namespace_("ns");
+    pod.mutable_metadata()->set_uid("uid-" + name);
+    (*pod.mutable_labels())["app"] = name;
+    pod.mutable_linux();
+    return pod;
+  }
+  std::string RunPod(CriService& service, const std::string& name) {
+    v1::RunPodSandboxRequest req;
+    *req.mutable_config() = Pod(name);
+    auto resp = service.RunPodSandbox(ctx_, req);
+    EXPECT_TRUE(resp.ok()) << resp.status();
+    return resp.ok() ? resp->pod_sandbox_id() : "";
+  }
+  std::string CreateContainer(CriService& service, const std::string& pod_id, const std::string& pod,
+                              const std::string& name, const std::string& tier = "web") {
+    v1::CreateContainerRequest req;
+    req.set_pod_sandbox_id(pod_id);
+    req.mutable_config()->mutable_metadata()->set_name(name);
+    req.mutable_config()->mutable_image()->set_image(kBusybox);
+    (*req.mutable_config()->mutable_labels())["tier"] = tier;
+    req.mutable_config()->mutable_linux();
+    *req.mutable_sandbox_config() = Pod(pod);
+    auto resp = service.CreateContainer(ctx_, req);
+    EXPECT_TRUE(resp.ok()) << resp.status();
+    return resp.ok() ? resp->container_id() : "";
+  }
+  void Start(CriService& service, const std::string& id) {
+    v1::StartContainerRequest req;
+    req.set_container_id(id);
+    ASSERT_TRUE(service.StartContainer(ctx_, req).ok());
+  }
+
+  // "<name> <state>" of what `service` lists.
+  std::vector<std::string> Containers(CriService& service, const v1::ContainerFilter& filter = {}) {
+    v1::ListContainersRequest req;
+    *req.mutable_filter() = filter;
+    const int lists = DockerLists();
+    auto resp = service.ListContainers(ctx_, req);
+    EXPECT_TRUE(resp.ok()) << resp.status();
+    if (&service == viewed_.get() && view_.Live()) {
+      EXPECT_EQ(DockerLists(), lists) << "listed from memory";
+    }
+    std::vector<std::string> out;
+    if (resp.ok()) {
+      for (const auto& c : resp->containers()) {
+        out.push_back(absl::StrCat(c.metadata().name(), " ", v1::ContainerState_Name(c.state())));
+      }
+    }
+    return out;
+  }
+  std::vector<std::string> Pods(CriService& service) {
+    const int lists = DockerLists();
+    auto resp = service.ListPodSandbox(ctx_, v1::ListPodSandboxRequest());
+    EXPECT_TRUE(resp.ok()) << resp.status();
+    if (&service == viewed_.get() && view_.Live()) {
+      EXPECT_EQ(DockerLists(), lists) << "listed from memory";
+    }
+    std::vector<std::string> out;
+    if (resp.ok()) {
+      for (const auto& p : resp->items()) {
+        out.push_back(absl::StrCat(p.metadata().name(), " ", v1::PodSandboxState_Name(p.state())));
+      }
+    }
+    return out;
+  }
+  int DockerLists() const { return docker_.CallCount("ListContainers"); }
+
+  static dockerclient::DockerEvent Event(const std::string& id, const std::string& action) {
+    dockerclient::DockerEvent e;
+    e.type = "container";
+    e.action = action;
+    e.id = id;
+    return e;
+  }
+  static std::vector<std::string> Actions(const std::vector<dockerclient::DockerEvent>& events) {
+    std::vector<std::string> out;
+    for (const auto& e : events) out.push_back(absl::StrCat(e.attributes.at("name"), " ", e.action));
+    return out;
+  }
+
+  std::string root_;
+  testing_fakes::FakeDockerClient docker_;
+  testing_fakes::FakeNetwork network_;
+  ContainerView view_{docker_};
+  ViewClient client_{docker_, view_};
+  std::unique_ptr<CriService> direct_, viewed_;
+  common::Context ctx_ = common::Context::WithTimeout(absl::Seconds(10));
+};
+
+TEST_F(ContainerViewTest, AsksDockerUntilTheFirstList) {
+  const std::string pod = RunPod(*direct_, "a");
+  dockerclient::ListContainersOptions cri;
+  cri.label_keys = {kContainerTypeLabel};
+  EXPECT_FALSE(view_.Live());
+  EXPECT_FALSE(view_.List(cri).has_value());
+  const int lists = DockerLists();
+  EXPECT_THAT(Pods(*viewed_), ElementsAre("a SANDBOX_READY"));
+  EXPECT_EQ(DockerLists(), lists + 1);
+
+  ASSERT_TRUE(view_.Reconcile().ok());
+  EXPECT_TRUE(view_.Live());
+  ASSERT_TRUE(view_.List(cri).has_value());
+  EXPECT_EQ(view_.List(cri)->size(), 1u);
+  // Containers without the CRI type label are not held: such lists still go to Docker.
+  dockerclient::ListContainersOptions any;
+  EXPECT_FALSE(view_.List(any).has_value());
+}
+
+TEST_F(ContainerViewTest, ListsAndFiltersExactlyAsDocker) {
+  const std::string a = RunPod(*direct_, "a"), b = RunPod(*direct_, "b");
+  const std::string running = CreateContainer(*direct_, a, "a", "run", "web");
+  Start(*direct_, running);
+  const std::string exited = CreateContainer(*direct_, a, "a", "done", "db");
+  Start(*direct_, exited);
+  ASSERT_TRUE(docker_.StopContainer(ctx_, exited, {}).ok());
+  CreateContainer(*direct_, b, "b", "new", "web");
+  v1::StopPodSandboxRequest stop;
+  stop.set_pod_sandbox_id(b);
+  ASSERT_TRUE(direct_->StopPodSandbox(ctx_, stop).ok());
+  ASSERT_TRUE(view_.Reconcile().ok());
+
+  std::vector<v1::ContainerFilter> container_filters(7);
+  container_filters[1].set_id(running);
+  container_filters[2].mutable_state()->set_state(v1::CONTAINER_EXITED);
+  container_filters[3].set_pod_sandbox_id(a.substr(0, 10));
+  (*container_filters[4].mutable_label_selector())["tier"] = "web";
+  (*container_filters[5].mutable_label_selector())["tier"] = "none";
+  container_filters[6].set_pod_sandbox_id(b);
+  container_filters[6].mutable_state()->set_state(v1::CONTAINER_CREATED);
+  std::vector<std::size_t> counts;
+  for (const v1::ContainerFilter& f : container_filters) {
+    v1::ListContainersRequest req;
+    *req.mutable_filter() = f;
+    auto want = direct_->ListContainers(ctx_, req);
+    const int lists = DockerLists();
+    auto got = viewed_->ListContainers(ctx_, req);
+    ASSERT_TRUE(want.ok() && got.ok());
+    EXPECT_EQ(DockerLists(), lists) << "listed from memory";
+    EXPECT_TRUE(google::protobuf::util::MessageDifferencer::Equals(*got, *want)) << f.ShortDebugString();
+    counts.push_back(got->containers_size());
+  }
+  EXPECT_THAT(counts, ElementsAre(3, 1, 1, 2, 2, 0, 1));
+
+  std::vector<v1::PodSandboxFilter> pod_filters(5);
+  pod_filters[1].set_id(b);
+  pod_filters[2].mutable_state()->set_state(v1::SANDBOX_READY);
+  (*pod_filters[3].mutable_label_selector())["app"] = "b";
+  pod_filters[4].mutable_state()->set_state(v1::SANDBOX_NOTREADY);
+  counts.clear();
+  for (const v1::PodSandboxFilter& f : pod_filters) {
+    v1::ListPodSandboxRequest req;
+    *req.mutable_filter() = f;
+    auto want = direct_->ListPodSandbox(ctx_, req);
+    const int lists = DockerLists();
+    auto got = viewed_->ListPodSandbox(ctx_, req);
+    ASSERT_TRUE(want.ok() && got.ok());
+    EXPECT_EQ(DockerLists(), lists) << "listed from memory";
+    EXPECT_TRUE(google::protobuf::util::MessageDifferencer::Equals(*got, *want)) << f.ShortDebugString();
+    counts.push_back(got->items_size());
+  }
+  EXPECT_THAT(counts, ElementsAre(2, 1, 1, 1, 1));
+}
+
+TEST_F(ContainerViewTest, TheShimsOwnCallsShowAtOnce) {
+  ASSERT_TRUE(view_.Reconcile().ok());
+  const int lists = DockerLists();  // the lists below assert they asked Docker nothing
+  const std::string pod = RunPod(*viewed_, "a");
+  EXPECT_THAT(Pods(*viewed_), ElementsAre("a SANDBOX_READY"));
+  const std::string c = CreateContainer(*viewed_, pod, "a", "app");
+  EXPECT_THAT(Containers(*viewed_), ElementsAre("app CONTAINER_CREATED"));
+  Start(*viewed_, c);
+  EXPECT_THAT(Containers(*viewed_), ElementsAre("app CONTAINER_RUNNING"));
+  v1::StopContainerRequest stop;
+  stop.set_container_id(c);
+  ASSERT_TRUE(viewed_->StopContainer(ctx_, stop).ok());
+  EXPECT_THAT(Containers(*viewed_), ElementsAre("app CONTAINER_EXITED"));
+  v1::RemoveContainerRequest remove;
+  remove.set_container_id(c);
+  ASSERT_TRUE(viewed_->RemoveContainer(ctx_, remove).ok());
+  EXPECT_THAT(Containers(*viewed_), IsEmpty());
+  v1::StopPodSandboxRequest stop_pod;
+  stop_pod.set_pod_sandbox_id(pod);
+  ASSERT_TRUE(viewed_->StopPodSandbox(ctx_, stop_pod).ok());
+  EXPECT_THAT(Pods(*viewed_), ElementsAre("a SANDBOX_NOTREADY"));
+  v1::RemovePodSandboxRequest remove_pod;
+  remove_pod.set_pod_sandbox_id(pod);
+  ASSERT_TRUE(viewed_->RemovePodSandbox(ctx_, remove_pod).ok());
+  EXPECT_THAT(Pods(*viewed_), IsEmpty());
+  EXPECT_GT(DockerLists(), lists);  // Stop/RemovePodSandbox list the pod's containers by their sandbox label
+}
+
+TEST_F(ContainerViewTest, EventsBringInWhatOthersDid) {
+  ASSERT_TRUE(view_.Reconcile().ok());
+  const std::string pod = RunPod(*direct_, "a");  // behind the view's back
+  const std::string c = CreateContainer(*direct_, pod, "a", "app");
+  // Served from memory, which no event reached yet: the pod shows only by its
+  // checkpoint (NOTREADY, as a pod whose infra container is gone), its container not at all.
+  EXPECT_THAT(Pods(*viewed_), ElementsAre("a SANDBOX_NOTREADY"));
+  EXPECT_THAT(Containers(*viewed_), IsEmpty());
+  view_.OnEvent(Event(pod, "create"));
+  view_.OnEvent(Event(pod, "start"));
+  view_.OnEvent(Event(c, "create"));
+  EXPECT_THAT(Pods(*viewed_), ElementsAre("a SANDBOX_READY"));
+  EXPECT_THAT(Containers(*viewed_), ElementsAre("app CONTAINER_CREATED"));
+  ASSERT_TRUE(docker_.StartContainer(ctx_, c).ok());
+  view_.OnEvent(Event(c, "exec_create: sh"));  // changes nothing a list shows: not read
+  EXPECT_THAT(Containers(*viewed_), ElementsAre("app CONTAINER_CREATED"));
+  view_.OnEvent(Event(c, "start"));
+  EXPECT_THAT(Containers(*viewed_), ElementsAre("app CONTAINER_RUNNING"));
+  ASSERT_TRUE(docker_.StopContainer(ctx_, c, {}).ok());
+  view_.OnEvent(Event(c, "die"));
+  EXPECT_THAT(Containers(*viewed_), ElementsAre("app CONTAINER_EXITED"));
+  ASSERT_TRUE(docker_.RemoveContainer(ctx_, c, true).ok());
+  view_.OnEvent(Event(c, "destroy"));
+  EXPECT_THAT(Containers(*viewed_), IsEmpty());
+}
+
+TEST_F(ContainerViewTest, AsksDockerWhileTheStreamIsDown) {
+  ASSERT_TRUE(view_.Reconcile().ok());
+  const std::string pod = RunPod(*viewed_, "a");
+  view_.OnStreamDown();
+  const std::string c = CreateContainer(*direct_, pod, "a", "app");
+  const int lists = DockerLists();
+  EXPECT_THAT(Containers(*viewed_), ElementsAre("app CONTAINER_CREATED"));
+  EXPECT_EQ(DockerLists(), lists + 1);
+  // Nothing is read into a view that is not trusted; the next list brings it all.
+  const int inspects = docker_.CallCount("InspectContainer");
+  view_.Refresh(ctx_, c);
+  EXPECT_EQ(docker_.CallCount("InspectContainer"), inspects);
+  ASSERT_TRUE(view_.Reconcile().ok());
+  EXPECT_THAT(Containers(*viewed_), ElementsAre("app CONTAINER_CREATED"));
+  EXPECT_EQ(DockerLists(), lists + 2);  // the reconcile's, none for the relist
+}
+
+TEST_F(ContainerViewTest, AFailedListLeavesTheViewUntrusted) {
+  ASSERT_TRUE(view_.Reconcile().ok());
+  docker_.FailOperation("ListContainers", absl::UnavailableError("docker is restarting"));
+  EXPECT_TRUE(absl::IsUnavailable(view_.Reconcile().status()));
+  EXPECT_FALSE(view_.Live());
+  docker_.ClearFailures();
+  auto missed = view_.Reconcile();
+  ASSERT_TRUE(missed.ok());
+  EXPECT_THAT(*missed, IsEmpty());
+  EXPECT_TRUE(view_.Live());
+}
+
+TEST_F(ContainerViewTest, AReconcileReportsWhatChangedUnseen) {
+  const std::string pod = RunPod(*direct_, "a");
+  const std::string dies = CreateContainer(*direct_, pod, "a", "dies");
+  Start(*direct_, dies);
+  const std::string gone = CreateContainer(*direct_, pod, "a", "gone");
+  Start(*direct_, gone);
+  const std::string same = CreateContainer(*direct_, pod, "a", "same");
+  auto first = view_.Reconcile();
+  ASSERT_TRUE(first.ok());
+  EXPECT_THAT(*first, IsEmpty()) << "nothing was known before: nothing was missed";
+
+  view_.OnStreamDown();
+  ASSERT_TRUE(docker_.StopContainer(ctx_, dies, {}).ok());
+  ASSERT_TRUE(docker_.RemoveContainer(ctx_, gone, true).ok());
+  const std::string added = CreateContainer(*direct_, pod, "a", "added");
+  Start(*direct_, added);
+  const std::string pod2 = RunPod(*direct_, "b");
+  const absl::Time before = absl::Now();
+  auto missed = view_.Reconcile();
+  ASSERT_TRUE(missed.ok());
+  EXPECT_THAT(Actions(*missed),
+              UnorderedElementsAre("k8s_dies_a_ns_uid-a_0 die", "k8s_gone_a_ns_uid-a_0 die",
+                                   "k8s_gone_a_ns_uid-a_0 destroy", "k8s_added_a_ns_uid-a_0 create",
+                                   "k8s_added_a_ns_uid-a_0 start", "k8s_POD_b_ns_uid-b_0 create",
+                                   "k8s_POD_b_ns_uid-b_0 start"));
+  for (const auto& e : *missed) {
+    EXPECT_GE(e.time_nano, absl::ToUnixNanos(before));
+    EXPECT_TRUE(e.attributes.contains(kContainerTypeLabel));
+    EXPECT_NE(e.id, same);
+  }
+  auto again = view_.Reconcile();
+  ASSERT_TRUE(again.ok());
+  EXPECT_THAT(*again, IsEmpty());
+}
+
+TEST(EventsBetweenTest, StepsThroughTheLifecycle) {
+  auto In = [](const std::string& state) {
+    dockerclient::ContainerSummary c;
+    c.id = "c1";
+    c.names = {"/k8s_x"};
+    c.state = state;
+    return std::optional<dockerclient::ContainerSummary>(c);
+  };
+  auto Actions = [](const std::vector<dockerclient::DockerEvent>& events) {
+    std::vector<std::string> out;
+    for (const auto& e : events) out.push_back(e.action);
+    return out;
+  };
+  const std::nullopt_t none = std::nullopt;
+  EXPECT_THAT(Actions(EventsBetween(none, In("created"), 1)), ElementsAre("create"));
+  EXPECT_THAT(Actions(EventsBetween(none, In("running"), 1)), ElementsAre("create", "start"));
+  EXPECT_THAT(Actions(EventsBetween(none, In("exited"), 1)), ElementsAre("create", "start", "die"));
+  EXPECT_THAT(Actions(EventsBetween(In("created"), In("running"), 1)), ElementsAre("start"));
+  EXPECT_THAT(Actions(EventsBetween(In("created"), In("exited"), 1)), ElementsAre("start", "die"));
+  EXPECT_THAT(Actions(EventsBetween(In("running"), In("exited"), 1)), ElementsAre("die"));
+  EXPECT_THAT(Actions(EventsBetween(In("running"), In("paused"), 1)), IsEmpty());
+  EXPECT_THAT(Actions(EventsBetween(In("exited"), In("running"), 1)), ElementsAre("start"));
+  EXPECT_THAT(Actions(EventsBetween(In("running"), none, 1)), ElementsAre("die", "destroy"));
+  EXPECT_THAT(Actions(EventsBetween(In("created"), none, 1)), ElementsAre("destroy"));
+  EXPECT_THAT(Actions(EventsBetween(In("exited"), none, 1)), ElementsAre("destroy"));
+  EXPECT_THAT(Actions(EventsBetween(none, none, 1)), IsEmpty());
+  const auto e = EventsBetween(none, In("created"), 42);
+  EXPECT_EQ(e[0].time_nano, 42);
+  EXPECT_EQ(e[0].attributes.at("name"), "k8s_x");
+}
+
+}  // namespace
+}  // namespace shim::view
