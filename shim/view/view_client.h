@@ -55,6 +55,10 @@ class ViewClient final : public dockerclient::DockerClient {
                                const std::function<absl::Status(std::string_view)>& sink) override {
     return docker_.ExportContainer(ctx, id, sink);
   }
+  absl::Status CreateCheckpoint(const common::Context& ctx, const std::string& id,
+                                const dockerclient::CheckpointOptions& options) override {
+    return docker_.CreateCheckpoint(ctx, id, options);
+  }
   absl::StatusOr<std::string> CreateExec(const common::Context& ctx, const std::string& container_id,
                                          const dockerclient::ExecConfig& config) override {
     return docker_.CreateExec(ctx, container_id, config);
