@@ -149,14 +149,16 @@ class EventHubTest : public ::testing::Test {
     }
   }
 
+  // Declared before the server and the hub, whose threads use them until those are
+  // destroyed (members go in reverse order).
   testing_fakes::FakeDockerClient docker_;
+  std::mutex mu_;
+  std::vector<std::string> targets_;
+  std::atomic<int> built_{0};
+  std::function<void(const CriEvent&)> build_hook_;  // set before Serve
   std::unique_ptr<testhttp::UnixHttpServer> server_;
   std::vector<std::unique_ptr<Collector>> collectors_;
   std::unique_ptr<EventHub> hub_;
-  std::atomic<int> built_{0};
-  std::function<void(const CriEvent&)> build_hook_;  // set before Serve
-  std::mutex mu_;
-  std::vector<std::string> targets_;
 };
 
 TEST_F(EventHubTest, FansOutEveryCriEventToEverySubscriber) {
