@@ -14,6 +14,13 @@ namespace {
 
 bool IsLowerAlnum(char c) { return absl::ascii_islower(c) || absl::ascii_isdigit(c); }
 
+// The first component of a name with more than one is a registry host when it looks
+// like one (Docker's rule): a '.', a ':', "localhost" or an uppercase letter.
+bool ReadsAsDomain(absl::string_view first) {
+  return absl::StrContains(first, ".") || absl::StrContains(first, ":") || first == "localhost" ||
+         std::any_of(first.begin(), first.end(), absl::ascii_isupper);
+}
+
 // One path component: [a-z0-9]+((\.|_|__|-+)[a-z0-9]+)*
 bool ValidPathComponent(absl::string_view c) {
   if (c.empty() || !IsLowerAlnum(c.front()) || !IsLowerAlnum(c.back())) return false;
@@ -103,7 +110,10 @@ std::string ImageRef::Normalized() const {
 
 std::string ImageRef::Familiar() const {
   std::string name = Repository();
-  if (domain == "docker.io") {
+  // Docker Hub's domain goes, unless the path's first component would then read as a
+  // registry ("docker.io/a.b/c" is not "a.b/c").
+  const size_t slash = path.find('/');
+  if (domain == "docker.io" && (slash == std::string::npos || !ReadsAsDomain(absl::string_view(path).substr(0, slash)))) {
     name = absl::StartsWith(path, "library/") && path.find('/', 8) == std::string::npos ? path.substr(8) : path;
   }
   if (!tag.empty()) absl::StrAppend(&name, ":", tag);
@@ -144,9 +154,7 @@ absl::StatusOr<ImageRef> ParseImageRef(absl::string_view text) {
 
   std::vector<absl::string_view> parts = absl::StrSplit(rest, '/');
   absl::string_view first = parts.front();
-  bool has_domain = parts.size() > 1 && (absl::StrContains(first, ".") || absl::StrContains(first, ":") ||
-                                         first == "localhost" ||
-                                         std::any_of(first.begin(), first.end(), absl::ascii_isupper));
+  bool has_domain = parts.size() > 1 && ReadsAsDomain(first);
   if (has_domain) {
     if (!ValidDomain(first)) return Invalid(text, absl::StrCat("\"", first, "\" is not a valid registry host"));
     ref.domain = std::string(first);

@@ -35,7 +35,9 @@ INSTANTIATE_TEST_SUITE_P(
         RefCase{"registry.k8s.io/pause:3.10", "registry.k8s.io/pause:3.10", "registry.k8s.io/pause:3.10"},
         RefCase{"gcr.io/x/y@" + kDigest, "gcr.io/x/y@" + kDigest, "gcr.io/x/y@" + kDigest},
         RefCase{"busybox:1@" + kDigest, "docker.io/library/busybox:1@" + kDigest, "busybox:1@" + kDigest},
-        RefCase{"[::1]:5000/img", "[::1]:5000/img:latest", "[::1]:5000/img:latest"}));
+        RefCase{"[::1]:5000/img", "[::1]:5000/img:latest", "[::1]:5000/img:latest"},
+        // Without its domain the path would read as registry "a.b" (found by image_ref_fuzz).
+        RefCase{"docker.io/a.b/c", "docker.io/a.b/c:latest", "docker.io/a.b/c:latest"}));
 
 class ImageRefInvalid : public ::testing::TestWithParam<std::string> {};
 
