@@ -86,7 +86,8 @@ bool ValidDigest(absl::string_view d) {
   absl::string_view algo = d.substr(0, colon), hex = d.substr(colon + 1);
   for (char ch : algo)
     if (!(absl::ascii_isalnum(ch) || ch == '-' || ch == '_' || ch == '+' || ch == '.')) return false;
-  if (hex.size() < 32) return false;
+  // sha512's 128 hex digits are the longest digest in use.
+  if (algo.size() > 32 || hex.size() < 32 || hex.size() > 128) return false;
   for (char ch : hex)
     if (!absl::ascii_isxdigit(ch)) return false;
   if (algo == "sha256" && hex.size() != 64) return false;
@@ -131,7 +132,9 @@ bool LooksLikeImageId(absl::string_view text) {
 
 absl::StatusOr<ImageRef> ParseImageRef(absl::string_view text) {
   if (text.empty()) return absl::InvalidArgumentError("image reference is empty");
-  if (text.size() > 512) return Invalid(text.substr(0, 64), "longer than 512 characters");
+  // A guard only: the parts' own bounds (255 + tag 128 + digest 161) hold any valid
+  // reference, and also its normalized form, to fewer than this.
+  if (text.size() > 1024) return Invalid(text.substr(0, 64), "longer than 1024 characters");
   for (char ch : text)
     if (absl::ascii_isspace(ch) || absl::ascii_iscntrl(ch)) return Invalid(text, "contains whitespace");
 
