@@ -26,6 +26,7 @@
 #include <cstdint>
 #include <cstdio>
 #include <cstring>
+#include <functional>
 #include <utility>
 
 #include <nlohmann/json.hpp>
@@ -519,15 +520,18 @@ std::vector<std::string> CheckpointStore::List() {
   return ids;
 }
 
-std::vector<std::string> CheckpointStore::RemoveInterruptedWrites() {
+namespace {
+
+// Unlinks the files of `dir` that `doomed` picks; returns their paths.
+std::vector<std::string> RemoveFilesIf(const std::string& dir, const std::function<bool(const std::string& name,
+                                                                                        const std::string& path)>& doomed) {
   std::vector<std::string> removed;
-  std::lock_guard<std::mutex> lock(mu_);
-  DIR* d = ::opendir(dir_.c_str());
+  DIR* d = ::opendir(dir.c_str());
   if (d == nullptr) return removed;
   while (struct dirent* entry = ::readdir(d)) {
     const std::string name = entry->d_name;
-    if (!EndsWith(name, kTmpSuffix)) continue;
-    const std::string path = PathOf(name);
+    const std::string path = absl::StrCat(dir, "/", name);
+    if (!doomed(name, path)) continue;
     if (::unlink(path.c_str()) == 0) {
       removed.push_back(path);
     } else {
@@ -538,26 +542,20 @@ std::vector<std::string> CheckpointStore::RemoveInterruptedWrites() {
   return removed;
 }
 
+}  // namespace
+
+std::vector<std::string> CheckpointStore::RemoveInterruptedWrites() {
+  std::lock_guard<std::mutex> lock(mu_);
+  return RemoveFilesIf(dir_, [](const std::string& name, const std::string&) { return EndsWith(name, kTmpSuffix); });
+}
+
 std::vector<std::string> CheckpointStore::RemoveCorruptOlderThan(absl::Duration age) {
-  std::vector<std::string> removed;
   const absl::Time cutoff = absl::Now() - age;
   std::lock_guard<std::mutex> lock(mu_);
-  DIR* d = ::opendir(dir_.c_str());
-  if (d == nullptr) return removed;
-  while (struct dirent* entry = ::readdir(d)) {
-    const std::string name = entry->d_name;
-    if (!EndsWith(name, kCorruptSuffix)) continue;
-    const std::string path = PathOf(name);
+  return RemoveFilesIf(dir_, [cutoff](const std::string& name, const std::string& path) {
     struct stat st;
-    if (::lstat(path.c_str(), &st) != 0 || absl::TimeFromTimespec(st.st_mtim) >= cutoff) continue;
-    if (::unlink(path.c_str()) == 0) {
-      removed.push_back(path);
-    } else {
-      LOG_WARN << "checkpoint: cannot remove old " << path << ": " << std::strerror(errno);
-    }
-  }
-  ::closedir(d);
-  return removed;
+    return EndsWith(name, kCorruptSuffix) && ::lstat(path.c_str(), &st) == 0 && absl::TimeFromTimespec(st.st_mtim) < cutoff;
+  });
 }
 
 }  // namespace shim
