@@ -33,19 +33,29 @@ cmake -S . -B "$BUILD" -G Ninja -DCMAKE_BUILD_TYPE=RelWithDebInfo -DDOCKERSHIM_W
 cmake --build "$BUILD" -j2
 
 failed=()
+# Each test step's output is also kept in $logs/<step>.log, so that the end of the run can
+# repeat what a failed step said: CI shows only the end of a run's output.
+logs=/var/tmp/dockershim-test/steps
+rm -rf "$logs" && mkdir -p "$logs"
+run() {  # step name, command...
+  local name=$1
+  shift
+  if ! "$@" 2>&1 | tee "$logs/$name.log"; then failed+=("$name"); fi
+}
+
 step "unit tests"
-ctest --test-dir "$BUILD" --output-on-failure -L unit -j2 --timeout 300 || failed+=(unit)
+run unit ctest --test-dir "$BUILD" --output-on-failure -L unit -j2 --timeout 300
 step "unit tests under ASan and UBSan (scripts/sanitize.sh)"
-scripts/sanitize.sh || failed+=(sanitize)
+run sanitize scripts/sanitize.sh
 for engine in $DOCKERSHIM_TEST_ENGINES; do
   DOCKERSHIM_TEST_ENGINE=$engine
   # shellcheck source=/dev/null
   source /var/tmp/dockershim-test/env.sh
   step "integration tests on Docker $(DOCKER_HOST=$DOCKERSHIM_TEST_DOCKER docker version -f '{{.Server.Version}} (API {{.Server.APIVersion}})') at $DOCKERSHIM_TEST_DOCKER"
-  ctest --test-dir "$BUILD" --output-on-failure -L integration --timeout 600 || failed+=("integration-docker-$engine")
+  run "integration-docker-$engine" ctest --test-dir "$BUILD" --output-on-failure -L integration --timeout 600
 done
 step "fuzzing (scripts/fuzz.sh, bounded)"
-scripts/fuzz.sh || failed+=(fuzz)
+run fuzz scripts/fuzz.sh
 
 if [[ ${BENCH:-0} == 1 ]]; then
   step "benchmarks (brief)"
@@ -53,9 +63,17 @@ if [[ ${BENCH:-0} == 1 ]]; then
   for b in "$BUILD"/tests/bench/*_bench; do
     [[ -x $b ]] || continue
     echo "--- $b"
-    "$b" --benchmark_min_time=0.05 || failed+=("$(basename "$b")")
+    run "$(basename "$b")" "$b" --benchmark_min_time=0.05
   done
 fi
+
+for name in "${failed[@]}"; do
+  echo
+  echo "==> what the failed step $name reported (all of it: $logs/$name.log)"
+  excerpt=$(grep -E -B3 -A30 '\[  FAILED  \]|Failed|ERROR|runtime error|Timeout|Segmentation|Abort' "$logs/$name.log" |
+    tail -n 120 || true)
+  echo "${excerpt:-$(tail -n 40 "$logs/$name.log")}"
+done
 
 echo
 if ((${#failed[@]})); then

@@ -92,6 +92,7 @@ struct Collector {
 class EventHubTest : public ::testing::Test {
  protected:
   void SetUp() override { docker_.version.api_version = "1.41"; }
+  void TearDown() override { go_ = true; }  // a test that failed early must not leave a script waiting
 
   // Serves each events request with `script(fd, index)`; records the request targets.
   void Serve(std::function<void(int fd, int index)> script, std::size_t queue_limit = 1000,
@@ -156,16 +157,16 @@ class EventHubTest : public ::testing::Test {
   std::vector<std::string> targets_;
   std::atomic<int> built_{0};
   std::function<void(const CriEvent&)> build_hook_;  // set before Serve
+  std::atomic<bool> go_{false};                        // what a script may wait for
   std::unique_ptr<testhttp::UnixHttpServer> server_;
   std::vector<std::unique_ptr<Collector>> collectors_;
   std::unique_ptr<EventHub> hub_;
 };
 
 TEST_F(EventHubTest, FansOutEveryCriEventToEverySubscriber) {
-  std::atomic<bool> go{false};
   Serve([&](int fd, int) {
     testhttp::WriteAll(fd, kOk);
-    while (!go) absl::SleepFor(absl::Milliseconds(1));
+    while (!go_) absl::SleepFor(absl::Milliseconds(1));
     // Split mid-line, with a malformed line and events that are not the CRI's.
     const std::string body =
         absl::StrCat(EventLine("c1", "create", kBase + 1), "{not json\n", EventLine("c1", "exec_create: sh", kBase + 2),
@@ -176,7 +177,7 @@ TEST_F(EventHubTest, FansOutEveryCriEventToEverySubscriber) {
     Hold(fd);
   });
   auto a = Subscribe(), b = Subscribe(), c = Subscribe();
-  go = true;
+  go_ = true;
   for (Collector* s : {a, b, c}) {
     EXPECT_TRUE(Eventually([&] { return s->Events().size() == 3; }));
     EXPECT_THAT(s->Events(), ElementsAre("c1 CONTAINER_CREATED_EVENT", "c1 CONTAINER_STARTED_EVENT",
@@ -195,11 +196,10 @@ TEST_F(EventHubTest, FansOutEveryCriEventToEverySubscriber) {
 
 TEST_F(EventHubTest, DropsASubscriberThatFallsBehindAndKeepsTheOthers) {
   constexpr int kEvents = 20;
-  std::atomic<bool> go{false};
   Serve(
       [&](int fd, int) {
         testhttp::WriteAll(fd, kOk);
-        while (!go) absl::SleepFor(absl::Milliseconds(1));
+        while (!go_) absl::SleepFor(absl::Milliseconds(1));
         for (int i = 0; i < kEvents; ++i) {
           testhttp::WriteAll(fd, Chunk(EventLine(absl::StrCat("c", i), "start", kBase + i)));
         }
@@ -211,7 +211,7 @@ TEST_F(EventHubTest, DropsASubscriberThatFallsBehindAndKeepsTheOthers) {
     std::lock_guard lock(slow->mu);
     slow->paused = true;
   }
-  go = true;
+  go_ = true;
   EXPECT_TRUE(Eventually([&] { return fast->Events().size() == kEvents; })) << fast->Events().size();
   EXPECT_FALSE(fast->End().has_value());
   {
@@ -335,18 +335,17 @@ TEST_F(EventHubTest, AFollowerGetsEventsWhileAPayloadIsBeingBuilt) {
   build_hook_ = [&](const CriEvent&) {
     while (!release) absl::SleepFor(absl::Milliseconds(1));  // a slow status read (a log drain wait)
   };
-  std::atomic<bool> go{false};
   Serve(
       [&](int fd, int) {
         testhttp::WriteAll(fd, kOk);
-        while (!go) absl::SleepFor(absl::Milliseconds(1));
+        while (!go_) absl::SleepFor(absl::Milliseconds(1));
         testhttp::WriteAll(fd, Chunk(EventLine("c1", "create", kBase + 1) + EventLine("c1", "start", kBase + 2) +
                                      EventLine("c1", "die", kBase + 3)));
         Hold(fd);
       },
       1000, &follower);
   auto s = Subscribe();
-  go = true;
+  go_ = true;
   EXPECT_TRUE(Eventually([&] { return follower.Seen().size() == 3; }));
   EXPECT_EQ(built_, 0);  // the first payload is still being built
   EXPECT_TRUE(s->Events().empty());

@@ -72,7 +72,10 @@ class LogCopierTest : public ::testing::Test {
     fs::create_directories(fs::path(path_).parent_path());
     docker_.version.api_version = "1.41";
   }
-  void TearDown() override { fs::remove_all(root_); }
+  void TearDown() override {
+    release_ = true;  // a test that failed early must not leave a script waiting forever
+    fs::remove_all(root_);
+  }
 
   // Serves each logs request with `script(fd, index)`; records the request targets.
   void Serve(std::function<void(int fd, int index)> script) {
@@ -103,6 +106,9 @@ class LogCopierTest : public ::testing::Test {
 
   std::string root_, path_;
   testing_fakes::FakeDockerClient docker_;
+  // What a test's script waits for. A member, not a test's local, because the script's
+  // thread may still run after the test body returns, until server_ is destroyed.
+  std::atomic<bool> release_{false};
   std::unique_ptr<testhttp::UnixHttpServer> server_;
   std::unique_ptr<LogCopier> copier_;
   std::mutex mu_;
@@ -196,11 +202,10 @@ TEST_F(LogCopierTest, ABrokenStreamResumesWhereItStopped) {
 }
 
 TEST_F(LogCopierTest, ReopenMovesTheCopyToANewFileAfterARename) {
-  std::atomic<bool> renamed{false};
-  Serve([&renamed](int fd, int) {
+  Serve([this](int fd, int) {
     testhttp::WriteAll(fd, kOk);
     testhttp::WriteAll(fd, Chunk(Frame(1, absl::StrCat(kT1, " before\n"))));
-    while (!renamed) absl::SleepFor(absl::Milliseconds(2));
+    while (!release_) absl::SleepFor(absl::Milliseconds(2));
     testhttp::WriteAll(fd, Chunk(Frame(1, absl::StrCat(kT2, " after\n"))));
     testhttp::WriteAll(fd, kEnd);
   });
@@ -209,7 +214,7 @@ TEST_F(LogCopierTest, ReopenMovesTheCopyToANewFileAfterARename) {
   // What the kubelet's rotation does: rename, then ReopenContainerLog.
   fs::rename(path_, path_ + ".1");
   ASSERT_TRUE(copier_->Reopen("c1").ok());
-  renamed = true;
+  release_ = true;
   EXPECT_TRUE(FileHolds(absl::StrCat(kT2, " stdout F after\n"))) << ReadFile(path_);
   EXPECT_EQ(ReadFile(path_ + ".1"), absl::StrCat(kT1, " stdout F before\n"));
   EXPECT_EQ(copier_->Reopen("unknown").code(), absl::StatusCode::kNotFound);
@@ -218,10 +223,9 @@ TEST_F(LogCopierTest, ReopenMovesTheCopyToANewFileAfterARename) {
 TEST_F(LogCopierTest, AVanishedLogDirectoryBreaksOnlyItsOwnCopy) {
   const std::string other = root_ + "/pod/other/0.log";
   fs::create_directories(fs::path(other).parent_path());
-  std::atomic<bool> removed{false};
-  Serve([&removed](int fd, int) {
+  Serve([this](int fd, int) {
     testhttp::WriteAll(fd, kOk);
-    while (!removed) absl::SleepFor(absl::Milliseconds(2));
+    while (!release_) absl::SleepFor(absl::Milliseconds(2));
     testhttp::WriteAll(fd, Chunk(Frame(1, absl::StrCat(kT1, " line\n"))));
     testhttp::WriteAll(fd, kEnd);
   });
@@ -229,7 +233,7 @@ TEST_F(LogCopierTest, AVanishedLogDirectoryBreaksOnlyItsOwnCopy) {
   copier_->Follow("fine", other, false);
   ASSERT_TRUE(Eventually([&] { return Targets().size() == 2; }));
   fs::remove_all(fs::path(path_).parent_path());
-  removed = true;
+  release_ = true;
   EXPECT_TRUE(Eventually([&] { return ReadFile(other) == absl::StrCat(kT1, " stdout F line\n"); }));
   EXPECT_FALSE(fs::exists(path_));
 }
@@ -245,10 +249,9 @@ TEST_F(LogCopierTest, ARemovedContainerEndsItsCopyWithoutRetrying) {
 }
 
 TEST_F(LogCopierTest, AwaitFinishedWaitsForTheEndOfDockersStream) {
-  std::atomic<bool> end{false};
-  Serve([&end](int fd, int) {
+  Serve([this](int fd, int) {
     testhttp::WriteAll(fd, kOk);
-    while (!end) absl::SleepFor(absl::Milliseconds(2));
+    while (!release_) absl::SleepFor(absl::Milliseconds(2));
     testhttp::WriteAll(fd, Chunk(Frame(1, absl::StrCat(kT1, " last words\n"))));
     testhttp::WriteAll(fd, kEnd);
   });
@@ -256,24 +259,23 @@ TEST_F(LogCopierTest, AwaitFinishedWaitsForTheEndOfDockersStream) {
   copier_->Follow("c1", path_, false);
   ASSERT_TRUE(Eventually([&] { return Targets().size() == 1; }));
   EXPECT_FALSE(copier_->AwaitFinished("c1", absl::Milliseconds(50)));
-  end = true;
+  release_ = true;
   EXPECT_TRUE(copier_->AwaitFinished("c1", absl::Seconds(5)));
   EXPECT_EQ(ReadFile(path_), absl::StrCat(kT1, " stdout F last words\n")) << "written before it returned";
   EXPECT_TRUE(copier_->AwaitFinished("c1", absl::Seconds(1))) << "once finished";
 }
 
 TEST_F(LogCopierTest, StopEndsFollowedStreams) {
-  std::atomic<bool> stop{false};
-  Serve([&stop](int fd, int) {
+  Serve([this](int fd, int) {
     testhttp::WriteAll(fd, kOk);
     char byte;
-    while (!stop && ::recv(fd, &byte, 1, MSG_DONTWAIT) != 0) absl::SleepFor(absl::Milliseconds(2));
+    while (!release_ && ::recv(fd, &byte, 1, MSG_DONTWAIT) != 0) absl::SleepFor(absl::Milliseconds(2));
   });
   copier_->Follow("c1", path_, false);
   ASSERT_TRUE(Eventually([&] { return Targets().size() == 1; }));
   copier_->Stop();  // returns though the stream never ends
   EXPECT_EQ(copier_->Stats().containers, 0);
-  stop = true;
+  release_ = true;
 }
 
 }  // namespace
