@@ -265,7 +265,10 @@ class CriService {
     std::string mountpoint;
     uint64_t bytes = 0, inodes = 0;
   };
-  FsUsage fs_usage_;  // guarded by mu_
+  // Its own lock, held through a walk of the layer store (seconds on a big node): a
+  // second ImageFsInfo waits for the first's figures, no other call waits at all.
+  std::mutex fs_usage_mu_;
+  FsUsage fs_usage_;  // guarded by fs_usage_mu_
   std::map<std::string, ImageFacts> image_facts_;  // by image ID; guarded by mu_
 };
 

@@ -22,14 +22,16 @@ struct DirUsage {
   uint64_t inodes = 0;
 };
 
-// Bytes on disk (st_blocks) and inodes under `root`; hard links count once.
+// Bytes on disk (st_blocks) and inodes under `root`; hard links count once. Only files
+// with more than one link are remembered, as du does: a layer store holds hundreds of
+// thousands of files, nearly all with one link.
 DirUsage MeasureDir(const std::filesystem::path& root) {
   DirUsage usage;
-  std::set<std::pair<dev_t, ino_t>> seen;
+  std::set<std::pair<dev_t, ino_t>> seen_links;
   auto account = [&](const std::filesystem::path& p) {
     struct stat st;
     if (::lstat(p.c_str(), &st) != 0) return;
-    if (!seen.emplace(st.st_dev, st.st_ino).second) return;
+    if (!S_ISDIR(st.st_mode) && st.st_nlink > 1 && !seen_links.emplace(st.st_dev, st.st_ino).second) return;
     usage.bytes += static_cast<uint64_t>(st.st_blocks) * 512;
     usage.inodes += 1;
   };
@@ -51,7 +53,7 @@ absl::StatusOr<v1::ImageFsInfoResponse> CriService::ImageFsInfo(const common::Co
   if (info->docker_root_dir.empty())
     return absl::InternalError("Docker did not report its root directory (DockerRootDir)");
 
-  std::lock_guard lock(mu_);
+  std::lock_guard lock(fs_usage_mu_);
   if (absl::Now() - fs_usage_.measured_at > kFsUsageCacheTtl || fs_usage_.mountpoint != info->docker_root_dir) {
     // Image layers and container writable layers live in the storage driver's
     // directory; "image/" holds the metadata.

@@ -188,5 +188,21 @@ TEST_F(ImagesTest, ImageFsInfoMeasuresDockerRoot) {
   EXPECT_EQ(resp->container_filesystems(0).fs_id().mountpoint(), root.string());
 }
 
+TEST_F(ImagesTest, ImageFsInfoCountsAHardLinkedFileOnce) {
+  auto root = std::filesystem::temp_directory_path() / ("dsfs-links-" + std::to_string(::getpid()));
+  std::filesystem::create_directories(root / "overlay2" / "layer1");
+  std::filesystem::create_directories(root / "overlay2" / "layer2");
+  std::filesystem::create_directories(root / "image");
+  std::ofstream(root / "overlay2" / "layer1" / "file") << std::string(100000, 'x');
+  std::filesystem::create_hard_link(root / "overlay2" / "layer1" / "file", root / "overlay2" / "layer2" / "same");
+  docker_.info.docker_root_dir = root.string();
+  auto resp = service_.ImageFsInfo(ctx_, v1::ImageFsInfoRequest());
+  std::filesystem::remove_all(root);
+  ASSERT_TRUE(resp.ok()) << resp.status();
+  const auto& fs = resp->image_filesystems(0);
+  EXPECT_EQ(fs.inodes_used().value(), 5u);  // overlay2, layer1, layer2, the file once, image
+  EXPECT_LT(fs.used_bytes().value(), 200000u);
+}
+
 }  // namespace
 }  // namespace shim
