@@ -14,6 +14,7 @@
 #include "absl/strings/ascii.h"
 #include "absl/strings/str_cat.h"
 #include "api/cri.h"
+#include "tests/integration/cri_client.h"
 #include "tests/integration/env.h"
 #include "tests/integration/shell.h"
 #include "tests/integration/daemon.h"
@@ -39,7 +40,7 @@ class CheckpointIntegration : public ::testing::Test {
                                        testenv::PauseImage()});
     for (int i = 0; i < 500 && !fs::exists(socket_); ++i) std::this_thread::sleep_for(std::chrono::milliseconds(20));
     ASSERT_TRUE(fs::exists(socket_)) << shim_->Stderr();
-    runtime_ = v1::RuntimeService::NewStub(grpc::CreateChannel("unix://" + socket_, grpc::InsecureChannelCredentials()));
+    cri_ = std::make_unique<testenv::CriClient>(socket_, std::chrono::seconds(60));
   }
   void TearDown() override {
     Sh("docker ps -aq --filter name=_dstest-ckpt-" + std::to_string(getpid()) + "_ | xargs -r docker rm -f");
@@ -58,30 +59,17 @@ class CheckpointIntegration : public ::testing::Test {
     pod.mutable_metadata()->set_namespace_("dstest-ckpt-" + std::to_string(getpid()));
     pod.mutable_metadata()->set_uid("uid-ckpt");
     pod.mutable_linux();
-    v1::RunPodSandboxRequest run;
-    *run.mutable_config() = pod;
-    v1::RunPodSandboxResponse ran;
-    if (grpc::Status s = runtime_->RunPodSandbox(Ctx().get(), run, &ran); !s.ok()) {
+    std::string pod_id;
+    if (grpc::Status s = cri_->RunPodSandbox(pod, &pod_id); !s.ok()) {
       ADD_FAILURE() << s.error_message();
       return "";
     }
-    v1::CreateContainerRequest create;
-    create.set_pod_sandbox_id(ran.pod_sandbox_id());
-    *create.mutable_sandbox_config() = pod;
-    create.mutable_config()->mutable_metadata()->set_name("sleeper");
-    create.mutable_config()->mutable_image()->set_image(testenv::BusyboxImage());
-    for (const char* part : {"sleep", "600"}) create.mutable_config()->add_command(part);
-    create.mutable_config()->mutable_linux();
-    v1::CreateContainerResponse created;
-    if (grpc::Status s = runtime_->CreateContainer(Ctx().get(), create, &created); !s.ok()) {
-      ADD_FAILURE() << s.error_message();
-      return "";
-    }
-    v1::StartContainerRequest start;
-    start.set_container_id(created.container_id());
-    v1::StartContainerResponse started;
-    EXPECT_TRUE(runtime_->StartContainer(Ctx().get(), start, &started).ok());
-    return created.container_id();
+    // "" if it was not created; its ID, with a failure, if it was but did not start.
+    std::string id;
+    grpc::Status s =
+        cri_->CreateAndStartContainer(pod_id, pod, testenv::BusyboxContainer("sleeper", {"sleep", "600"}), &id);
+    EXPECT_TRUE(s.ok()) << s.error_message();
+    return id;
   }
   grpc::Status Checkpoint(const std::string& id, const std::string& location) {
     v1::CheckpointContainerRequest req;
@@ -89,7 +77,7 @@ class CheckpointIntegration : public ::testing::Test {
     req.set_location(location);
     req.set_timeout(60);
     v1::CheckpointContainerResponse resp;
-    return runtime_->CheckpointContainer(Ctx().get(), req, &resp);
+    return cri_->runtime().CheckpointContainer(Ctx().get(), req, &resp);
   }
   std::vector<std::string> Out() const {
     std::vector<std::string> names;
@@ -100,7 +88,7 @@ class CheckpointIntegration : public ::testing::Test {
   fs::path dir_;
   std::string socket_;
   std::unique_ptr<testenv::Daemon> shim_;
-  std::unique_ptr<v1::RuntimeService::Stub> runtime_;
+  std::unique_ptr<testenv::CriClient> cri_;
 };
 
 TEST_F(CheckpointIntegration, WhatTheEngineCanDoAndNothingHalfWritten) {
@@ -131,11 +119,7 @@ TEST_F(CheckpointIntegration, WhatTheEngineCanDoAndNothingHalfWritten) {
     EXPECT_TRUE(Out().empty());
   }
 
-  v1::StopContainerRequest stop;
-  stop.set_container_id(id);
-  stop.set_timeout(0);
-  v1::StopContainerResponse stopped;
-  ASSERT_TRUE(runtime_->StopContainer(Ctx().get(), stop, &stopped).ok());
+  ASSERT_TRUE(cri_->StopContainer(id, 0).ok());
   fs::remove(location);
   s = Checkpoint(id, location);
   EXPECT_EQ(s.error_code(), grpc::StatusCode::FAILED_PRECONDITION);

@@ -16,6 +16,7 @@
 #include <thread>
 
 #include "api/cri.h"
+#include "tests/integration/cri_client.h"
 #include "tests/integration/daemon.h"
 #include "tests/integration/env.h"
 #include "tests/integration/event_watch.h"
@@ -50,9 +51,7 @@ class DaemonTest : public ::testing::Test {
             "--pod-infra-container-image", testenv::PauseImage()};
   }
   bool WaitForSocket() { return testenv::WaitForSocket(socket_); }
-  std::shared_ptr<grpc::Channel> Channel() {
-    return grpc::CreateChannel("unix://" + socket_, grpc::InsecureChannelCredentials());
-  }
+  testenv::CriClient Client() { return testenv::CriClient(socket_, std::chrono::seconds(30)); }
   static std::unique_ptr<grpc::ClientContext> Ctx() {
     auto ctx = std::make_unique<grpc::ClientContext>();
     ctx->set_deadline(std::chrono::system_clock::now() + std::chrono::seconds(30));
@@ -62,43 +61,26 @@ class DaemonTest : public ::testing::Test {
   // A pod (Docker's bridge network) with one busybox container running `script`, its
   // CRI log at <dir>/logs/writer/0.log. Returns the container ID, "" on failure.
   std::string RunWriter(const std::string& script) {
-    auto runtime = v1::RuntimeService::NewStub(Channel());
+    testenv::CriClient cri = Client();
     v1::PodSandboxConfig pod;
     pod.mutable_metadata()->set_name("writer");
     pod.mutable_metadata()->set_namespace_(kLogNamespace);
     pod.mutable_metadata()->set_uid(dir_.filename().string());  // unique per test and run
     pod.set_log_directory((dir_ / "logs").string());
     pod.mutable_linux();
-    v1::RunPodSandboxRequest run;
-    *run.mutable_config() = pod;
-    v1::RunPodSandboxResponse ran;
-    if (grpc::Status s = runtime->RunPodSandbox(Ctx().get(), run, &ran); !s.ok()) {
+    std::string pod_id;
+    if (grpc::Status s = cri.RunPodSandbox(pod, &pod_id); !s.ok()) {
       ADD_FAILURE() << "RunPodSandbox: " << s.error_message();
       return "";
     }
-    v1::CreateContainerRequest create;
-    create.set_pod_sandbox_id(ran.pod_sandbox_id());
-    *create.mutable_sandbox_config() = pod;
-    v1::ContainerConfig& c = *create.mutable_config();
-    c.mutable_metadata()->set_name("writer");
-    c.mutable_image()->set_image(testenv::BusyboxImage());
-    for (const char* part : {"sh", "-c"}) c.add_command(part);
-    c.add_command(script);
+    v1::ContainerConfig c = testenv::BusyboxContainer("writer", {"sh", "-c", script});
     c.set_log_path("writer/0.log");
-    c.mutable_linux();
-    v1::CreateContainerResponse created;
-    if (grpc::Status s = runtime->CreateContainer(Ctx().get(), create, &created); !s.ok()) {
-      ADD_FAILURE() << "CreateContainer: " << s.error_message();
+    std::string id;
+    if (grpc::Status s = cri.CreateAndStartContainer(pod_id, pod, c, &id); !s.ok()) {
+      ADD_FAILURE() << s.error_message();
       return "";
     }
-    v1::StartContainerRequest start;
-    start.set_container_id(created.container_id());
-    v1::StartContainerResponse started;
-    if (grpc::Status s = runtime->StartContainer(Ctx().get(), start, &started); !s.ok()) {
-      ADD_FAILURE() << "StartContainer: " << s.error_message();
-      return "";
-    }
-    return created.container_id();
+    return id;
   }
   fs::path WriterLog() const { return dir_ / "logs" / "writer" / "0.log"; }
 
@@ -175,27 +157,26 @@ TEST_F(DaemonTest, ServesCriAndStopsOnSigterm) {
   ASSERT_EQ(::stat(socket_.c_str(), &st), 0);
   EXPECT_EQ(st.st_mode & 0777, 0660);
 
-  auto runtime = v1::RuntimeService::NewStub(Channel());
-  auto images = v1::ImageService::NewStub(Channel());
+  testenv::CriClient cri = Client();
   v1::VersionResponse version;
-  ASSERT_TRUE(runtime->Version(Ctx().get(), v1::VersionRequest(), &version).ok());
+  ASSERT_TRUE(cri.runtime().Version(Ctx().get(), v1::VersionRequest(), &version).ok());
   EXPECT_EQ(version.runtime_name(), "docker");
   EXPECT_EQ(version.runtime_api_version(), "v1");
 
   v1::ImageStatusRequest bad;
   bad.mutable_image()->set_image("Not A Reference");
   v1::ImageStatusResponse image_status;
-  grpc::Status s = images->ImageStatus(Ctx().get(), bad, &image_status);
+  grpc::Status s = cri.images().ImageStatus(Ctx().get(), bad, &image_status);
   EXPECT_EQ(s.error_code(), grpc::StatusCode::INVALID_ARGUMENT);
   EXPECT_NE(s.error_message().find("invalid image reference"), std::string::npos) << s.error_message();
 
   v1::CreateContainerResponse created;
-  s = runtime->CreateContainer(Ctx().get(), v1::CreateContainerRequest(), &created);
+  s = cri.runtime().CreateContainer(Ctx().get(), v1::CreateContainerRequest(), &created);
   EXPECT_EQ(s.error_code(), grpc::StatusCode::INVALID_ARGUMENT);
   EXPECT_NE(s.error_message().find("pod_sandbox_id is required"), std::string::npos) << s.error_message();
 
   v1::CheckpointContainerResponse checkpointed;
-  s = runtime->CheckpointContainer(Ctx().get(), v1::CheckpointContainerRequest(), &checkpointed);
+  s = cri.runtime().CheckpointContainer(Ctx().get(), v1::CheckpointContainerRequest(), &checkpointed);
   EXPECT_EQ(s.error_code(), grpc::StatusCode::INVALID_ARGUMENT);
   EXPECT_NE(s.error_message().find("container_id is required"), std::string::npos) << s.error_message();
 
@@ -209,14 +190,14 @@ TEST_F(DaemonTest, ServesCriAndStopsOnSigterm) {
 TEST_F(DaemonTest, CredentialsNeverReachTheLog) {
   Daemon d(dir_, ServeArgs());
   ASSERT_TRUE(WaitForSocket()) << d.Stderr();
-  auto images = v1::ImageService::NewStub(Channel());
+  testenv::CriClient cri = Client();
   const std::string password = "Sup3r-Secret-Pw-771";
   v1::PullImageRequest pull;
   pull.mutable_image()->set_image(testenv::AuthRegistry() + "/private/busybox:latest");
   pull.mutable_auth()->set_username(testenv::AuthUser());
   pull.mutable_auth()->set_password(password);
   v1::PullImageResponse pulled;
-  grpc::Status s = images->PullImage(Ctx().get(), pull, &pulled);
+  grpc::Status s = cri.images().PullImage(Ctx().get(), pull, &pulled);
   EXPECT_FALSE(s.ok());
   EXPECT_EQ(s.error_message().find(password), std::string::npos);
   EXPECT_NE(s.error_message().find(testenv::AuthRegistry()), std::string::npos) << s.error_message();
@@ -251,7 +232,7 @@ TEST_F(DaemonTest, RotationByRenameAndReopenContainerLogLosesNoLine) {
   ASSERT_TRUE(WaitForSocket()) << d.Stderr();
   const std::string id = RunWriter(NumberedLines(kLines));
   ASSERT_FALSE(id.empty());
-  auto runtime = v1::RuntimeService::NewStub(Channel());
+  testenv::CriClient cri = Client();
   // The kubelet's rotation: rename to <log>.<timestamp>, then ReopenContainerLog.
   std::vector<fs::path> rotated;
   for (int i = 0; i < 5; ++i) {
@@ -261,7 +242,7 @@ TEST_F(DaemonTest, RotationByRenameAndReopenContainerLogLosesNoLine) {
     v1::ReopenContainerLogRequest reopen;
     reopen.set_container_id(id);
     v1::ReopenContainerLogResponse reopened;
-    grpc::Status s = runtime->ReopenContainerLog(Ctx().get(), reopen, &reopened);
+    grpc::Status s = cri.runtime().ReopenContainerLog(Ctx().get(), reopen, &reopened);
     ASSERT_TRUE(s.ok()) << s.error_message();
     ASSERT_TRUE(fs::exists(WriterLog())) << "a fresh file at the path";
   }
@@ -275,15 +256,11 @@ TEST_F(DaemonTest, RotationByRenameAndReopenContainerLogLosesNoLine) {
   EXPECT_EQ(CheckNumberedLog(all, kLines), "");
 
   // A stopped container's log cannot be reopened (containerd answers the same).
-  v1::StopContainerRequest stop;
-  stop.set_container_id(id);
-  stop.set_timeout(0);
-  v1::StopContainerResponse stopped;
-  ASSERT_TRUE(runtime->StopContainer(Ctx().get(), stop, &stopped).ok());
+  ASSERT_TRUE(cri.StopContainer(id, 0).ok());
   v1::ReopenContainerLogRequest reopen;
   reopen.set_container_id(id);
   v1::ReopenContainerLogResponse reopened;
-  EXPECT_EQ(runtime->ReopenContainerLog(Ctx().get(), reopen, &reopened).error_code(),
+  EXPECT_EQ(cri.runtime().ReopenContainerLog(Ctx().get(), reopen, &reopened).error_code(),
             grpc::StatusCode::FAILED_PRECONDITION);
 }
 
@@ -302,7 +279,8 @@ bool HasDeleted(const std::vector<v1::ContainerEventResponse>& events) {
 TEST_F(DaemonTest, ContainerEventsReachEverySubscriberInOrderWithThePodsStatus) {
   Daemon d(dir_, ServeArgs());
   ASSERT_TRUE(WaitForSocket()) << d.Stderr();
-  EventWatch first(Channel()), second(Channel());
+  testenv::CriClient cri = Client();
+  EventWatch first(cri.channel()), second(cri.channel());
 
   // Statuses are read when the shim sends an event: each step waits for its event, so
   // that the statuses checked below are the step's.
@@ -311,56 +289,28 @@ TEST_F(DaemonTest, ContainerEventsReachEverySubscriberInOrderWithThePodsStatus) 
       watch->Of(id, [count](const auto& events) { return events.size() >= count; });
     }
   };
-  auto runtime = v1::RuntimeService::NewStub(Channel());
   v1::PodSandboxConfig pod;
   pod.mutable_metadata()->set_name("events");
   pod.mutable_metadata()->set_namespace_(kLogNamespace);
   const std::string uid = dir_.filename().string();  // unique per test and run
   pod.mutable_metadata()->set_uid(uid);
   pod.mutable_linux();
-  v1::RunPodSandboxRequest run;
-  *run.mutable_config() = pod;
-  v1::RunPodSandboxResponse ran;
-  ASSERT_TRUE(runtime->RunPodSandbox(Ctx().get(), run, &ran).ok());
-  const std::string sandbox = ran.pod_sandbox_id();
+  std::string sandbox;
+  ASSERT_TRUE(cri.RunPodSandbox(pod, &sandbox).ok());
   await(sandbox, 2);  // created, started
 
-  v1::CreateContainerRequest create;
-  create.set_pod_sandbox_id(sandbox);
-  *create.mutable_sandbox_config() = pod;
-  create.mutable_config()->mutable_metadata()->set_name("app");
-  create.mutable_config()->mutable_image()->set_image(testenv::BusyboxImage());
-  for (const char* part : {"sleep", "300"}) create.mutable_config()->add_command(part);
-  create.mutable_config()->mutable_linux();
-  v1::CreateContainerResponse created;
-  ASSERT_TRUE(runtime->CreateContainer(Ctx().get(), create, &created).ok());
-  const std::string id = created.container_id();
+  std::string id;
+  ASSERT_TRUE(cri.CreateContainer(sandbox, pod, testenv::BusyboxContainer("app", {"sleep", "300"}), &id).ok());
   await(id, 1);
-  v1::StartContainerRequest start;
-  start.set_container_id(id);
-  v1::StartContainerResponse started;
-  ASSERT_TRUE(runtime->StartContainer(Ctx().get(), start, &started).ok());
+  ASSERT_TRUE(cri.StartContainer(id).ok());
   await(id, 2);
-  v1::StopContainerRequest stop;
-  stop.set_container_id(id);
-  stop.set_timeout(0);
-  v1::StopContainerResponse stopped;
-  ASSERT_TRUE(runtime->StopContainer(Ctx().get(), stop, &stopped).ok());
+  ASSERT_TRUE(cri.StopContainer(id, 0).ok());
   await(id, 3);
-  v1::RemoveContainerRequest remove;
-  remove.set_container_id(id);
-  v1::RemoveContainerResponse removed;
-  ASSERT_TRUE(runtime->RemoveContainer(Ctx().get(), remove, &removed).ok());
+  ASSERT_TRUE(cri.RemoveContainer(id).ok());
   await(id, 4);
-  v1::StopPodSandboxRequest stop_pod;
-  stop_pod.set_pod_sandbox_id(sandbox);
-  v1::StopPodSandboxResponse pod_stopped;
-  ASSERT_TRUE(runtime->StopPodSandbox(Ctx().get(), stop_pod, &pod_stopped).ok());
+  ASSERT_TRUE(cri.StopPodSandbox(sandbox).ok());
   await(sandbox, 3);
-  v1::RemovePodSandboxRequest remove_pod;
-  remove_pod.set_pod_sandbox_id(sandbox);
-  v1::RemovePodSandboxResponse pod_removed;
-  ASSERT_TRUE(runtime->RemovePodSandbox(Ctx().get(), remove_pod, &pod_removed).ok());
+  ASSERT_TRUE(cri.RemovePodSandbox(sandbox).ok());
 
   const std::vector<std::string> kLifecycle = {"CONTAINER_CREATED_EVENT", "CONTAINER_STARTED_EVENT",
                                                "CONTAINER_STOPPED_EVENT", "CONTAINER_DELETED_EVENT"};

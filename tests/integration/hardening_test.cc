@@ -18,6 +18,7 @@
 #include "absl/strings/escaping.h"
 #include "absl/strings/str_cat.h"
 #include "api/cri.h"
+#include "tests/integration/cri_client.h"
 #include "tests/integration/daemon.h"
 #include "tests/integration/env.h"
 #include "tests/integration/shell.h"
@@ -53,10 +54,10 @@ class HardeningTest : public ::testing::Test {
     args.insert(args.end(), extra.begin(), extra.end());
     return args;
   }
-  std::shared_ptr<grpc::Channel> Channel() {
+  testenv::CriClient Client() {
     grpc::ChannelArguments args;
     args.SetMaxReceiveMessageSize(-1);
-    return grpc::CreateCustomChannel("unix://" + socket_, grpc::InsecureChannelCredentials(), args);
+    return testenv::CriClient(socket_, std::chrono::seconds(60), args);
   }
   static std::unique_ptr<grpc::ClientContext> Ctx() {
     auto ctx = std::make_unique<grpc::ClientContext>();
@@ -99,7 +100,7 @@ TEST_F(HardeningTest, TheCriSocketIsOwnerAndGroupOnly) {
     EXPECT_EQ(st.st_uid, geteuid());
     EXPECT_EQ(st.st_gid, gid);
     v1::VersionResponse version;
-    EXPECT_TRUE(v1::RuntimeService::NewStub(Channel())->Version(Ctx().get(), v1::VersionRequest(), &version).ok());
+    EXPECT_TRUE(Client().runtime().Version(Ctx().get(), v1::VersionRequest(), &version).ok());
     StopAndLog(d);
   }
 }
@@ -117,20 +118,20 @@ TEST_F(HardeningTest, AnUnknownSocketGroupIsAStartupError) {
 TEST_F(HardeningTest, AnOversizedRequestIsRefusedAndTheShimGoesOn) {
   Daemon d(dir_, ServeArgs());
   ASSERT_TRUE(testenv::WaitForSocket(socket_)) << d.Stderr();
-  auto runtime = v1::RuntimeService::NewStub(Channel());
+  testenv::CriClient cri = Client();
   v1::ListContainersRequest oversized;
   (*oversized.mutable_filter()->mutable_label_selector())["k"] = std::string(16 << 20, 'x');
   v1::ListContainersResponse listed;
-  grpc::Status s = runtime->ListContainers(Ctx().get(), oversized, &listed);
+  grpc::Status s = cri.runtime().ListContainers(Ctx().get(), oversized, &listed);
   EXPECT_EQ(s.error_code(), grpc::StatusCode::RESOURCE_EXHAUSTED) << s.error_message();
   EXPECT_FALSE(s.error_message().empty());
   // The kubelet's largest: just under 16 MiB is served, and so is what comes next.
   v1::ListContainersRequest large;
   (*large.mutable_filter()->mutable_label_selector())["k"] = std::string((16 << 20) - 64, 'x');
-  s = runtime->ListContainers(Ctx().get(), large, &listed);
+  s = cri.runtime().ListContainers(Ctx().get(), large, &listed);
   EXPECT_TRUE(s.ok()) << s.error_message();
   v1::VersionResponse version;
-  EXPECT_TRUE(runtime->Version(Ctx().get(), v1::VersionRequest(), &version).ok());
+  EXPECT_TRUE(cri.runtime().Version(Ctx().get(), v1::VersionRequest(), &version).ok());
   StopAndLog(d);
 }
 
@@ -264,8 +265,7 @@ std::vector<IdCase> IdCases() {
 TEST_F(HardeningTest, NonsenseIdsGetAClearCodeFromRealDocker) {
   Daemon d(dir_, ServeArgs());
   ASSERT_TRUE(testenv::WaitForSocket(socket_)) << d.Stderr();
-  auto runtime = v1::RuntimeService::NewStub(Channel());
-  auto images = v1::ImageService::NewStub(Channel());
+  testenv::CriClient cri = Client();
   const std::vector<std::pair<const char*, std::string>> ids = {{"a path", "../../../../etc/passwd"},
                                                                 {"a slash", "a/b"},
                                                                 {"a query", "?x"},
@@ -274,7 +274,7 @@ TEST_F(HardeningTest, NonsenseIdsGetAClearCodeFromRealDocker) {
   for (const IdCase& c : IdCases()) {
     for (const auto& [what, id] : ids) {
       SCOPED_TRACE(absl::StrCat(c.rpc, " with ", what));
-      const grpc::Status s = c.call(*runtime, *images, id);
+      const grpc::Status s = c.call(cri.runtime(), cri.images(), id);
       EXPECT_TRUE(c.allowed.contains(s.error_code())) << s.error_code() << ": " << s.error_message().substr(0, 300);
       if (!s.ok()) {
         EXPECT_FALSE(s.error_message().empty());
@@ -292,39 +292,32 @@ TEST_F(HardeningTest, NonsenseIdsGetAClearCodeFromRealDocker) {
 TEST_F(HardeningTest, IdsOfTheWrongKindLeaveThePodAlone) {
   Daemon d(dir_, ServeArgs());
   ASSERT_TRUE(testenv::WaitForSocket(socket_)) << d.Stderr();
-  auto runtime = v1::RuntimeService::NewStub(Channel());
-  auto images = v1::ImageService::NewStub(Channel());
-  v1::RunPodSandboxRequest run;
-  run.mutable_config()->mutable_metadata()->set_name("wrongkind");
-  run.mutable_config()->mutable_metadata()->set_namespace_(kNamespace);
-  run.mutable_config()->mutable_metadata()->set_uid(dir_.filename().string());
-  run.mutable_config()->mutable_linux();
-  v1::RunPodSandboxResponse ran;
-  grpc::Status s = runtime->RunPodSandbox(Ctx().get(), run, &ran);
+  testenv::CriClient cri = Client();
+  v1::PodSandboxConfig pod;
+  pod.mutable_metadata()->set_name("wrongkind");
+  pod.mutable_metadata()->set_namespace_(kNamespace);
+  pod.mutable_metadata()->set_uid(dir_.filename().string());
+  pod.mutable_linux();
+  std::string pod_id;
+  grpc::Status s = cri.RunPodSandbox(pod, &pod_id);
   ASSERT_TRUE(s.ok()) << s.error_message();
-  v1::CreateContainerRequest create;
-  create.set_pod_sandbox_id(ran.pod_sandbox_id());
-  *create.mutable_sandbox_config() = run.config();
-  create.mutable_config()->mutable_metadata()->set_name("app");
-  create.mutable_config()->mutable_image()->set_image(testenv::BusyboxImage());
-  create.mutable_config()->add_command("sleep");
-  create.mutable_config()->add_command("300");
-  v1::CreateContainerResponse created;
-  s = runtime->CreateContainer(Ctx().get(), create, &created);
+  v1::ContainerConfig app;
+  app.mutable_metadata()->set_name("app");
+  app.mutable_image()->set_image(testenv::BusyboxImage());
+  app.add_command("sleep");
+  app.add_command("300");
+  std::string container_id;
+  s = cri.CreateAndStartContainer(pod_id, pod, app, &container_id);
   ASSERT_TRUE(s.ok()) << s.error_message();
-  v1::StartContainerRequest start;
-  start.set_container_id(created.container_id());
-  v1::StartContainerResponse started;
-  ASSERT_TRUE(runtime->StartContainer(Ctx().get(), start, &started).ok());
 
   for (const IdCase& c : IdCases()) {
     const std::string rpc = c.rpc;
     if (rpc.starts_with("RunPodSandbox") || rpc == "ImageStatus" || rpc == "RemoveImage") continue;
     // A sandbox RPC gets the container, a container RPC the sandbox.
     const bool sandbox_rpc = rpc.find("PodSandbox") != std::string::npos || rpc == "PortForward" || rpc == "CreateContainer";
-    const std::string wrong = sandbox_rpc ? created.container_id() : ran.pod_sandbox_id();
+    const std::string wrong = sandbox_rpc ? container_id : pod_id;
     SCOPED_TRACE(rpc);
-    s = c.call(*runtime, *images, wrong);
+    s = c.call(cri.runtime(), cri.images(), wrong);
     // No sandbox has a container's ID: Stop and Remove of one are idempotent OKs; any
     // other answer says NOT_FOUND, or INVALID_ARGUMENT for a sandbox's ID to
     // StopContainer/RemoveContainer. Either way both keep running (checked below).
@@ -336,8 +329,7 @@ TEST_F(HardeningTest, IdsOfTheWrongKindLeaveThePodAlone) {
   }
   // Both still run.
   const std::string states = testenv::Sh(absl::StrCat("docker -H ", testenv::DockerEndpoint(),
-                                                      " inspect -f '{{.State.Status}}' ", ran.pod_sandbox_id(), " ",
-                                                      created.container_id()));
+                                                      " inspect -f '{{.State.Status}}' ", pod_id, " ", container_id));
   EXPECT_EQ(states, "running\nrunning\n");
   StopAndLog(d);
 }
@@ -345,7 +337,7 @@ TEST_F(HardeningTest, IdsOfTheWrongKindLeaveThePodAlone) {
 TEST_F(HardeningTest, NoCredentialInErrorsOrTheDebugLog) {
   Daemon d(dir_, ServeArgs());
   ASSERT_TRUE(testenv::WaitForSocket(socket_)) << d.Stderr();
-  auto images = v1::ImageService::NewStub(Channel());
+  testenv::CriClient cri = Client();
   const std::string password = "Wr0ng-Pw-dshard-5b2e";
   const std::string identity_token = "IdTok-dshard-0c7d91";
   const std::string registry_token = "RegTok-dshard-e4a8f2";
@@ -370,7 +362,7 @@ TEST_F(HardeningTest, NoCredentialInErrorsOrTheDebugLog) {
     pull.mutable_image()->set_image(testenv::AuthRegistry() + "/private/busybox:latest");
     *pull.mutable_auth() = auth;
     v1::PullImageResponse pulled;
-    grpc::Status s = images->PullImage(Ctx().get(), pull, &pulled);
+    grpc::Status s = cri.images().PullImage(Ctx().get(), pull, &pulled);
     ASSERT_FALSE(s.ok()) << "the registry should refuse these credentials";
     EXPECT_NE(s.error_message().find(testenv::AuthRegistry()), std::string::npos) << s.error_message();
     for (const std::string& secret : secrets) EXPECT_EQ(s.error_message().find(secret), std::string::npos) << s.error_message();

@@ -20,6 +20,7 @@
 #include "api/cri.h"
 #include "common/unique_fd.h"
 #include "shim/registry_auth.h"
+#include "tests/integration/cri_client.h"
 #include "tests/integration/daemon.h"
 #include "tests/integration/env.h"
 #include "tests/integration/shell.h"
@@ -146,9 +147,7 @@ class ObservabilityIntegration : public ::testing::Test {
 TEST_F(ObservabilityIntegration, APodsLifeShowsInEveryFamilyAndInTheTrace) {
   const std::string metrics_address = Start(testenv::DockerEndpoint());
   ASSERT_FALSE(metrics_address.empty());
-  auto channel = grpc::CreateChannel("unix://" + socket_, grpc::InsecureChannelCredentials());
-  auto runtime = v1::RuntimeService::NewStub(channel);
-  auto images = v1::ImageService::NewStub(channel);
+  testenv::CriClient cri(socket_, std::chrono::seconds(60));
 
   auto health = Get(metrics_address, "/healthz");
   ASSERT_TRUE(health.ok()) << health.status();
@@ -161,7 +160,7 @@ TEST_F(ObservabilityIntegration, APodsLifeShowsInEveryFamilyAndInTheTrace) {
   pull.mutable_auth()->set_username(testenv::AuthUser());
   pull.mutable_auth()->set_password(testenv::AuthPassword());
   v1::PullImageResponse pulled;
-  grpc::Status s = images->PullImage(Ctx().get(), pull, &pulled);
+  grpc::Status s = cri.images().PullImage(Ctx().get(), pull, &pulled);
   ASSERT_TRUE(s.ok()) << s.error_message();
 
   v1::PodSandboxConfig pod;
@@ -170,38 +169,25 @@ TEST_F(ObservabilityIntegration, APodsLifeShowsInEveryFamilyAndInTheTrace) {
   pod.mutable_metadata()->set_uid("obs-" + std::to_string(getpid()));
   pod.set_log_directory((dir_ / "logs").string());
   pod.mutable_linux();
-  v1::RunPodSandboxRequest run;
-  *run.mutable_config() = pod;
-  v1::RunPodSandboxResponse ran;
-  s = runtime->RunPodSandbox(Ctx().get(), run, &ran);
+  std::string pod_id;
+  s = cri.RunPodSandbox(pod, &pod_id);
   ASSERT_TRUE(s.ok()) << s.error_message();
 
-  v1::CreateContainerRequest create;
-  create.set_pod_sandbox_id(ran.pod_sandbox_id());
-  *create.mutable_sandbox_config() = pod;
-  create.mutable_config()->mutable_metadata()->set_name("app");
-  create.mutable_config()->mutable_image()->set_image(testenv::BusyboxImage());
-  for (const char* part : {"sh", "-c", "echo hello-from-obs; exec sleep 3600"}) create.mutable_config()->add_command(part);
-  create.mutable_config()->add_envs()->set_key("API_TOKEN");
-  create.mutable_config()->mutable_envs(0)->set_value("env-secret-value");
-  create.mutable_config()->set_log_path("app/0.log");
-  create.mutable_config()->mutable_linux();
-  v1::CreateContainerResponse created;
-  s = runtime->CreateContainer(Ctx().get(), create, &created);
-  ASSERT_TRUE(s.ok()) << s.error_message();
-  v1::StartContainerRequest start;
-  start.set_container_id(created.container_id());
-  v1::StartContainerResponse started;
-  s = runtime->StartContainer(Ctx().get(), start, &started);
+  v1::ContainerConfig app = testenv::BusyboxContainer("app", {"sh", "-c", "echo hello-from-obs; exec sleep 3600"});
+  app.add_envs()->set_key("API_TOKEN");
+  app.mutable_envs(0)->set_value("env-secret-value");
+  app.set_log_path("app/0.log");
+  std::string container_id;
+  s = cri.CreateAndStartContainer(pod_id, pod, app, &container_id);
   ASSERT_TRUE(s.ok()) << s.error_message();
 
   // An exec through the streaming server (WebSocket, v4).
   v1::ExecRequest exec;
-  exec.set_container_id(created.container_id());
+  exec.set_container_id(container_id);
   for (const char* part : {"echo", "-n", "from-exec"}) exec.add_cmd(part);
   exec.set_stdout(true);
   v1::ExecResponse exec_url;
-  s = runtime->Exec(Ctx().get(), exec, &exec_url);
+  s = cri.runtime().Exec(Ctx().get(), exec, &exec_url);
   ASSERT_TRUE(s.ok()) << s.error_message();
   auto ws = streamtest::WsClient::Connect(exec_url.url(), {"v4.channel.k8s.io"});
   ASSERT_TRUE(ws.ok()) << ws.status();
@@ -218,7 +204,8 @@ TEST_F(ObservabilityIntegration, APodsLifeShowsInEveryFamilyAndInTheTrace) {
   v1::ContainerStatusRequest missing;
   missing.set_container_id("no-such-container");
   v1::ContainerStatusResponse missing_status;
-  EXPECT_EQ(runtime->ContainerStatus(Ctx().get(), missing, &missing_status).error_code(), grpc::StatusCode::NOT_FOUND);
+  EXPECT_EQ(cri.runtime().ContainerStatus(Ctx().get(), missing, &missing_status).error_code(),
+            grpc::StatusCode::NOT_FOUND);
 
   // The log copier has written the container's line.
   const fs::path cri_log = dir_ / "logs" / "app" / "0.log";
@@ -226,23 +213,10 @@ TEST_F(ObservabilityIntegration, APodsLifeShowsInEveryFamilyAndInTheTrace) {
     std::this_thread::sleep_for(std::chrono::milliseconds(20));
   ASSERT_THAT(testenv::ReadFile(cri_log), HasSubstr("hello-from-obs"));
 
-  v1::StopContainerRequest stop;
-  stop.set_container_id(created.container_id());
-  stop.set_timeout(1);
-  v1::StopContainerResponse stopped;
-  ASSERT_TRUE(runtime->StopContainer(Ctx().get(), stop, &stopped).ok());
-  v1::RemoveContainerRequest rm;
-  rm.set_container_id(created.container_id());
-  v1::RemoveContainerResponse removed;
-  ASSERT_TRUE(runtime->RemoveContainer(Ctx().get(), rm, &removed).ok());
-  v1::StopPodSandboxRequest stopp;
-  stopp.set_pod_sandbox_id(ran.pod_sandbox_id());
-  v1::StopPodSandboxResponse stopped_pod;
-  ASSERT_TRUE(runtime->StopPodSandbox(Ctx().get(), stopp, &stopped_pod).ok());
-  v1::RemovePodSandboxRequest rmp;
-  rmp.set_pod_sandbox_id(ran.pod_sandbox_id());
-  v1::RemovePodSandboxResponse removed_pod;
-  ASSERT_TRUE(runtime->RemovePodSandbox(Ctx().get(), rmp, &removed_pod).ok());
+  s = cri.StopAndRemoveContainer(container_id, 1);
+  ASSERT_TRUE(s.ok()) << s.error_message();
+  s = cri.StopAndRemovePodSandbox(pod_id);
+  ASSERT_TRUE(s.ok()) << s.error_message();
 
   auto scraped = Get(metrics_address, "/metrics");
   ASSERT_TRUE(scraped.ok()) << scraped.status();
@@ -304,10 +278,10 @@ TEST_F(ObservabilityIntegration, APodsLifeShowsInEveryFamilyAndInTheTrace) {
   EXPECT_THAT(run_block, HasSubstr("  cni ADD bridge (network dsobsnet) -> ok in "));
   EXPECT_THAT(run_block, HasSubstr("  cni ADD loopback (network dsobsnet) -> ok in "));
   const std::string create_block = TraceBlock(
-      log, absl::StrCat("[CreateContainer pod=", ran.pod_sandbox_id().substr(0, 12), " container=app] trace: CreateContainer OK in "));
+      log, absl::StrCat("[CreateContainer pod=", pod_id.substr(0, 12), " container=app] trace: CreateContainer OK in "));
   EXPECT_THAT(create_block, HasSubstr("API_TOKEN=<redacted>"));
   // Log lines of a call carry its context.
-  EXPECT_THAT(log, HasSubstr(absl::StrCat("[StopContainer container=", created.container_id().substr(0, 12), "] ")));
+  EXPECT_THAT(log, HasSubstr(absl::StrCat("[StopContainer container=", container_id.substr(0, 12), "] ")));
   absl::StatusOr<std::string> header = shim::EncodeRegistryAuth(pull.auth());
   ASSERT_TRUE(header.ok());
   for (const std::string& secret : {testenv::AuthPassword(), *header, std::string("env-secret-value")}) {

@@ -15,6 +15,7 @@
 #include <functional>
 #include <map>
 #include <mutex>
+#include <optional>
 #include <random>
 #include <set>
 #include <sstream>
@@ -28,6 +29,7 @@
 #include "absl/strings/str_split.h"
 #include "api/cri.h"
 #include "shim/checkpoint_store.h"
+#include "tests/integration/cri_client.h"
 #include "tests/integration/env.h"
 #include "tests/integration/event_watch.h"
 #include "tests/integration/shell.h"
@@ -101,12 +103,8 @@ class RecoveryTest : public ::testing::Test {
     if (!pods_.empty()) {
       Daemon d(dir_, ServeArgs());
       if (WaitForSocket()) {
-        for (const std::string& id : pods_) {
-          v1::RemovePodSandboxRequest req;
-          req.set_pod_sandbox_id(id);
-          v1::RemovePodSandboxResponse resp;
-          Runtime()->RemovePodSandbox(Ctx().get(), req, &resp);
-        }
+        // Best effort: the docker rm -f below removes what is left.
+        for (const std::string& id : pods_) (void)cri_->RemovePodSandbox(id);
       }
     }
     Sh("docker ps -aq --filter name=_" + namespace_ + "_ | xargs -r docker rm -f");
@@ -127,20 +125,18 @@ class RecoveryTest : public ::testing::Test {
     ASSERT_TRUE(WaitForSocket()) << shim_->Stderr();
     std::printf("shim serving %lld ms after its start\n",
                 static_cast<long long>(std::chrono::duration_cast<std::chrono::milliseconds>(Clock::now() - t0).count()));
-    channel_ = grpc::CreateChannel("unix://" + socket_, grpc::InsecureChannelCredentials());
   }
   bool WaitForSocket() {
     for (int i = 0; i < 1500; ++i) {  // 30 s: the start-up clean-up runs before the socket appears
       struct stat st;
       if (::stat(socket_.c_str(), &st) == 0 && S_ISSOCK(st.st_mode)) {
-        channel_ = grpc::CreateChannel("unix://" + socket_, grpc::InsecureChannelCredentials());
+        cri_.emplace(socket_, std::chrono::seconds(60));
         return true;
       }
       std::this_thread::sleep_for(std::chrono::milliseconds(20));
     }
     return false;
   }
-  std::unique_ptr<v1::RuntimeService::Stub> Runtime() { return v1::RuntimeService::NewStub(channel_); }
 
   v1::PodSandboxConfig Pod(const std::string& name) {
     v1::PodSandboxConfig pod;
@@ -155,52 +151,33 @@ class RecoveryTest : public ::testing::Test {
   }
   // RunPodSandbox; "" on failure (reported).
   std::string RunPod(const v1::PodSandboxConfig& pod) {
-    v1::RunPodSandboxRequest run;
-    *run.mutable_config() = pod;
-    v1::RunPodSandboxResponse ran;
-    grpc::Status s = Runtime()->RunPodSandbox(Ctx().get(), run, &ran);
-    if (!s.ok()) {
+    std::string id;
+    if (grpc::Status s = cri_->RunPodSandbox(pod, &id); !s.ok()) {
       ADD_FAILURE() << "RunPodSandbox " << pod.metadata().name() << ": " << s.error_message();
       return "";
     }
-    pods_.push_back(ran.pod_sandbox_id());
-    return ran.pod_sandbox_id();
+    pods_.push_back(id);
+    return id;
   }
   // A running busybox container in the pod running `script`, its log at <log dir>/app.log.
   std::string RunContainer(const std::string& pod_id, const v1::PodSandboxConfig& pod, const std::string& name,
                            const std::string& script) {
-    v1::CreateContainerRequest create;
-    create.set_pod_sandbox_id(pod_id);
-    *create.mutable_sandbox_config() = pod;
-    v1::ContainerConfig& c = *create.mutable_config();
-    c.mutable_metadata()->set_name(name);
-    c.mutable_image()->set_image(testenv::BusyboxImage());
-    for (const char* part : {"sh", "-c"}) c.add_command(part);
-    c.add_command(script);
+    v1::ContainerConfig c = testenv::BusyboxContainer(name, {"sh", "-c", script});
     c.set_log_path(name + ".log");
     (*c.mutable_labels())["container-label"] = name;
     (*c.mutable_annotations())["recovery/container"] = "annotation of " + name;
-    c.mutable_linux();
-    v1::CreateContainerResponse created;
-    grpc::Status s = Runtime()->CreateContainer(Ctx().get(), create, &created);
-    if (!s.ok()) {
-      ADD_FAILURE() << "CreateContainer: " << s.error_message();
+    std::string id;
+    if (grpc::Status s = cri_->CreateAndStartContainer(pod_id, pod, c, &id); !s.ok()) {
+      ADD_FAILURE() << s.error_message();
       return "";
     }
-    v1::StartContainerRequest start;
-    start.set_container_id(created.container_id());
-    v1::StartContainerResponse started;
-    if (grpc::Status st = Runtime()->StartContainer(Ctx().get(), start, &started); !st.ok()) {
-      ADD_FAILURE() << "StartContainer: " << st.error_message();
-      return "";
-    }
-    return created.container_id();
+    return id;
   }
   absl::StatusOr<v1::PodSandboxStatus> PodStatus(const std::string& id) {
     v1::PodSandboxStatusRequest req;
     req.set_pod_sandbox_id(id);
     v1::PodSandboxStatusResponse resp;
-    grpc::Status s = Runtime()->PodSandboxStatus(Ctx().get(), req, &resp);
+    grpc::Status s = cri_->runtime().PodSandboxStatus(Ctx().get(), req, &resp);
     if (!s.ok()) return absl::Status(static_cast<absl::StatusCode>(s.error_code()), s.error_message());
     return resp.status();
   }
@@ -240,7 +217,7 @@ class RecoveryTest : public ::testing::Test {
   std::string bridge_, network_, namespace_, socket_;
   fs::path dir_;
   std::unique_ptr<Daemon> shim_;
-  std::shared_ptr<grpc::Channel> channel_;
+  std::optional<testenv::CriClient> cri_;  // on the socket of the shim that runs
   std::vector<std::string> pods_;  // removed in TearDown
 };
 
@@ -283,12 +260,12 @@ TEST_F(RecoveryTest, KillNineWithTwentyPodsLosesNoPodNoAddressAndNoLogLine) {
   ASSERT_NO_FATAL_FAILURE(StartShim());
   v1::ListPodSandboxRequest list;
   v1::ListPodSandboxResponse listed;
-  ASSERT_TRUE(Runtime()->ListPodSandbox(Ctx().get(), list, &listed).ok());
+  ASSERT_TRUE(cri_->runtime().ListPodSandbox(Ctx().get(), list, &listed).ok());
   std::map<std::string, v1::PodSandbox> by_id;
   for (const auto& p : listed.items()) by_id[p.id()] = p;
   v1::ListContainersRequest list_containers;
   v1::ListContainersResponse containers;
-  ASSERT_TRUE(Runtime()->ListContainers(Ctx().get(), list_containers, &containers).ok());
+  ASSERT_TRUE(cri_->runtime().ListContainers(Ctx().get(), list_containers, &containers).ok());
   std::map<std::string, v1::Container> container_by_id;
   for (const auto& c : containers.containers()) container_by_id[c.id()] = c;
 
@@ -322,11 +299,7 @@ TEST_F(RecoveryTest, KillNineWithTwentyPodsLosesNoPodNoAddressAndNoLogLine) {
   std::this_thread::sleep_for(std::chrono::seconds(3));
   for (const Before& b : pods) {
     if (b.pod_id == vanished.pod_id) continue;
-    v1::StopContainerRequest stop;
-    stop.set_container_id(b.container_id);
-    stop.set_timeout(0);
-    v1::StopContainerResponse stopped;
-    ASSERT_TRUE(Runtime()->StopContainer(Ctx().get(), stop, &stopped).ok());
+    ASSERT_TRUE(cri_->StopContainer(b.container_id, 0).ok());
   }
   for (const Before& b : pods) {
     if (b.pod_id == vanished.pod_id) continue;
@@ -346,17 +319,11 @@ TEST_F(RecoveryTest, KillNineWithTwentyPodsLosesNoPodNoAddressAndNoLogLine) {
 
   // The vanished pod's address is still allocated until the kubelet stops it.
   ASSERT_TRUE(fs::exists(IpFile(vanished.ip)));
-  v1::StopPodSandboxRequest stop_pod;
-  stop_pod.set_pod_sandbox_id(vanished.pod_id);
-  v1::StopPodSandboxResponse pod_stopped;
-  grpc::Status s = Runtime()->StopPodSandbox(Ctx().get(), stop_pod, &pod_stopped);
+  grpc::Status s = cri_->StopPodSandbox(vanished.pod_id);
   ASSERT_TRUE(s.ok()) << s.error_message();
   EXPECT_FALSE(fs::exists(IpFile(vanished.ip))) << "host-local still holds " << vanished.ip;
   EXPECT_TRUE(fs::exists(dir_ / "root" / "sandbox" / vanished.pod_id));
-  v1::RemovePodSandboxRequest remove_pod;
-  remove_pod.set_pod_sandbox_id(vanished.pod_id);
-  v1::RemovePodSandboxResponse pod_removed;
-  ASSERT_TRUE(Runtime()->RemovePodSandbox(Ctx().get(), remove_pod, &pod_removed).ok());
+  ASSERT_TRUE(cri_->RemovePodSandbox(vanished.pod_id).ok());
   EXPECT_FALSE(fs::exists(dir_ / "root" / "sandbox" / vanished.pod_id));
   EXPECT_FALSE(fs::exists(dir_ / "cache" / "results" / (network_ + "-" + vanished.pod_id + "-eth0")));
   // The others keep theirs.
@@ -381,7 +348,7 @@ TEST_F(RecoveryTest, KillNineDuringABurstOfRunPodSandboxLeavesNothingHalfCreated
   std::vector<std::thread> callers;
   std::atomic<int> succeeded{0};
   for (int i = 0; i < kBurst; ++i) {
-    callers.emplace_back([this, i, &succeeded, channel = channel_] {
+    callers.emplace_back([this, i, &succeeded, channel = cri_->channel()] {
       auto stub = v1::RuntimeService::NewStub(channel);
       v1::RunPodSandboxRequest run;
       *run.mutable_config() = Pod(absl::StrCat("burst", i));
@@ -433,7 +400,7 @@ TEST_F(RecoveryTest, KillNineDuringABurstOfRunPodSandboxLeavesNothingHalfCreated
   const std::map<std::string, std::string> infra = InfraContainers();
   v1::ListPodSandboxRequest list;
   v1::ListPodSandboxResponse listed;
-  ASSERT_TRUE(Runtime()->ListPodSandbox(Ctx().get(), list, &listed).ok());
+  ASSERT_TRUE(cri_->runtime().ListPodSandbox(Ctx().get(), list, &listed).ok());
   std::set<std::string> ready;
   for (const auto& p : listed.items()) {
     if (p.metadata().namespace_() != namespace_) continue;
@@ -489,7 +456,7 @@ class DockerOutageTest : public RecoveryTest {
     v1::PodSandboxConfig pod = Pod("outage");
     const std::string pod_id = RunPod(pod);
     ASSERT_FALSE(pod_id.empty());
-    testenv::EventWatch events(channel_);
+    testenv::EventWatch events(cri_->channel());
     const std::string before = RunContainer(pod_id, pod, "before", "sleep 600");
     ASSERT_FALSE(before.empty());
     ASSERT_TRUE(Saw(events, before, v1::CONTAINER_STARTED_EVENT));
@@ -499,7 +466,7 @@ class DockerOutageTest : public RecoveryTest {
     // Status: RuntimeReady=false with the reason, within 1 s.
     auto t0 = Clock::now();
     v1::StatusResponse status;
-    grpc::Status s = Runtime()->Status(Ctx(std::chrono::seconds(1)).get(), v1::StatusRequest(), &status);
+    grpc::Status s = cri_->runtime().Status(Ctx(std::chrono::seconds(1)).get(), v1::StatusRequest(), &status);
     const auto status_ms = std::chrono::duration_cast<std::chrono::milliseconds>(Clock::now() - t0).count();
     ASSERT_TRUE(s.ok()) << s.error_message();
     ASSERT_GE(status.status().conditions_size(), 1);
@@ -509,7 +476,7 @@ class DockerOutageTest : public RecoveryTest {
     // A call fails fast, UNAVAILABLE, naming the endpoint.
     t0 = Clock::now();
     v1::ListContainersResponse listed;
-    s = Runtime()->ListContainers(Ctx(std::chrono::seconds(1)).get(), v1::ListContainersRequest(), &listed);
+    s = cri_->runtime().ListContainers(Ctx(std::chrono::seconds(1)).get(), v1::ListContainersRequest(), &listed);
     const auto list_ms = std::chrono::duration_cast<std::chrono::milliseconds>(Clock::now() - t0).count();
     EXPECT_EQ(s.error_code(), grpc::StatusCode::UNAVAILABLE) << s.error_message();
     EXPECT_THAT(s.error_message(), HasSubstr(socket_path));
@@ -522,7 +489,7 @@ class DockerOutageTest : public RecoveryTest {
     bool ready = false;
     while (!ready && Clock::now() - t0 < std::chrono::seconds(60)) {
       v1::StatusResponse again;
-      ready = Runtime()->Status(Ctx(std::chrono::seconds(5)).get(), v1::StatusRequest(), &again).ok() &&
+      ready = cri_->runtime().Status(Ctx(std::chrono::seconds(5)).get(), v1::StatusRequest(), &again).ok() &&
               again.status().conditions(0).status();
       if (!ready) std::this_thread::sleep_for(std::chrono::milliseconds(50));
     }

@@ -13,6 +13,7 @@
 
 #include "api/cri.h"
 #include "common/unique_fd.h"
+#include "tests/integration/cri_client.h"
 #include "tests/integration/env.h"
 #include "tests/integration/shell.h"
 #include "tests/integration/daemon.h"
@@ -106,11 +107,10 @@ class SystemdTest : public ::testing::Test {
             "--pod-infra-container-image",
             testenv::PauseImage()};
   }
-  std::shared_ptr<grpc::Channel> Channel(int distinct = 0) {
+  testenv::CriClient Client(int distinct = 0) {
     grpc::ChannelArguments args;
     args.SetInt("dsops.distinct", distinct);  // its own connection
-    return grpc::CreateCustomChannel("unix://" + (dir_ / "cri.sock").string(), grpc::InsecureChannelCredentials(),
-                                     args);
+    return testenv::CriClient((dir_ / "cri.sock").string(), std::chrono::seconds(60), args);
   }
   fs::path dir_;
 };
@@ -127,9 +127,9 @@ TEST_F(SystemdTest, SocketActivatedNotifyServiceServesCriAndStopsCleanly) {
   ASSERT_TRUE(log.WaitFor("READY=1", 1, std::chrono::seconds(30))) << shim.Stderr();
 
   // Serving by then, on the inherited socket; the shim made no socket of its own.
-  auto runtime = v1::RuntimeService::NewStub(Channel());
+  testenv::CriClient cri = Client();
   v1::VersionResponse version;
-  grpc::Status s = runtime->Version(Ctx().get(), v1::VersionRequest(), &version);
+  grpc::Status s = cri.runtime().Version(Ctx().get(), v1::VersionRequest(), &version);
   ASSERT_TRUE(s.ok()) << s.error_message() << shim.Stderr();
   EXPECT_EQ(version.runtime_name(), "docker");
 
@@ -140,84 +140,56 @@ TEST_F(SystemdTest, SocketActivatedNotifyServiceServesCriAndStopsCleanly) {
   std::vector<std::future<bool>> calls;
   for (int i = 1; i <= 24; ++i) {
     calls.push_back(std::async(std::launch::async, [this, i] {
-      auto stub = v1::RuntimeService::NewStub(Channel(i));
+      testenv::CriClient own = Client(i);
       v1::VersionResponse r;
-      return stub->Version(Ctx().get(), v1::VersionRequest(), &r).ok();
+      return own.runtime().Version(Ctx().get(), v1::VersionRequest(), &r).ok();
     }));
   }
   for (auto& call : calls) EXPECT_TRUE(call.get());
 
   // A 6 MiB request passes gRPC's 4 MiB default: the server's 16 MiB limit applies
   // to adopted connections too (the reference is then refused as a reference).
-  auto images = v1::ImageService::NewStub(Channel());
   v1::ImageStatusRequest big;
   big.mutable_image()->set_image(std::string(6 << 20, 'a'));
   v1::ImageStatusResponse big_status;
-  s = images->ImageStatus(Ctx().get(), big, &big_status);
+  s = cri.images().ImageStatus(Ctx().get(), big, &big_status);
   EXPECT_EQ(s.error_code(), grpc::StatusCode::INVALID_ARGUMENT) << s.error_message().substr(0, 200);
 
   // A server stream (GetContainerEvents) and a container's lifecycle with an ExecSync.
   grpc::ClientContext events_ctx;
   events_ctx.set_deadline(std::chrono::system_clock::now() + std::chrono::minutes(2));
-  auto events = runtime->GetContainerEvents(&events_ctx, v1::GetEventsRequest());
+  auto events = cri.runtime().GetContainerEvents(&events_ctx, v1::GetEventsRequest());
   events->WaitForInitialMetadata();
   v1::PodSandboxConfig pod;
   pod.mutable_metadata()->set_name("sd");
   pod.mutable_metadata()->set_namespace_("dsops-systemd");
   pod.mutable_metadata()->set_uid(dir_.filename().string());
   pod.mutable_linux();
-  v1::RunPodSandboxRequest run;
-  *run.mutable_config() = pod;
-  v1::RunPodSandboxResponse ran;
-  s = runtime->RunPodSandbox(Ctx().get(), run, &ran);
+  std::string pod_id;
+  s = cri.RunPodSandbox(pod, &pod_id);
   ASSERT_TRUE(s.ok()) << s.error_message();
-  v1::CreateContainerRequest create;
-  create.set_pod_sandbox_id(ran.pod_sandbox_id());
-  *create.mutable_sandbox_config() = pod;
-  create.mutable_config()->mutable_metadata()->set_name("app");
-  create.mutable_config()->mutable_image()->set_image(testenv::BusyboxImage());
-  for (const char* part : {"sleep", "300"}) create.mutable_config()->add_command(part);
-  create.mutable_config()->mutable_linux();
-  v1::CreateContainerResponse created;
-  s = runtime->CreateContainer(Ctx().get(), create, &created);
+  std::string container_id;
+  s = cri.CreateAndStartContainer(pod_id, pod, testenv::BusyboxContainer("app", {"sleep", "300"}), &container_id);
   ASSERT_TRUE(s.ok()) << s.error_message();
-  v1::StartContainerRequest start;
-  start.set_container_id(created.container_id());
-  v1::StartContainerResponse started;
-  ASSERT_TRUE(runtime->StartContainer(Ctx().get(), start, &started).ok());
   v1::ExecSyncRequest exec;
-  exec.set_container_id(created.container_id());
+  exec.set_container_id(container_id);
   for (const char* part : {"sh", "-c", "echo via-fd-3"}) exec.add_cmd(part);
   exec.set_timeout(30);
   v1::ExecSyncResponse execed;
-  s = runtime->ExecSync(Ctx().get(), exec, &execed);
+  s = cri.runtime().ExecSync(Ctx().get(), exec, &execed);
   ASSERT_TRUE(s.ok()) << s.error_message();
   EXPECT_EQ(execed.exit_code(), 0);
   EXPECT_EQ(execed.stdout(), "via-fd-3\n");
   v1::ContainerEventResponse event;
   bool saw_started = false;
   while (!saw_started && events->Read(&event)) {
-    saw_started =
-        event.container_id() == created.container_id() && event.container_event_type() == v1::CONTAINER_STARTED_EVENT;
+    saw_started = event.container_id() == container_id && event.container_event_type() == v1::CONTAINER_STARTED_EVENT;
   }
   EXPECT_TRUE(saw_started) << "no CONTAINER_STARTED_EVENT on the stream";
-  v1::StopContainerRequest stop;
-  stop.set_container_id(created.container_id());
-  stop.set_timeout(0);
-  v1::StopContainerResponse stopped;
-  EXPECT_TRUE(runtime->StopContainer(Ctx().get(), stop, &stopped).ok());
-  v1::RemoveContainerRequest remove;
-  remove.set_container_id(created.container_id());
-  v1::RemoveContainerResponse removed;
-  EXPECT_TRUE(runtime->RemoveContainer(Ctx().get(), remove, &removed).ok());
-  v1::StopPodSandboxRequest stop_pod;
-  stop_pod.set_pod_sandbox_id(ran.pod_sandbox_id());
-  v1::StopPodSandboxResponse pod_stopped;
-  EXPECT_TRUE(runtime->StopPodSandbox(Ctx().get(), stop_pod, &pod_stopped).ok());
-  v1::RemovePodSandboxRequest remove_pod;
-  remove_pod.set_pod_sandbox_id(ran.pod_sandbox_id());
-  v1::RemovePodSandboxResponse pod_removed;
-  EXPECT_TRUE(runtime->RemovePodSandbox(Ctx().get(), remove_pod, &pod_removed).ok());
+  s = cri.StopAndRemoveContainer(container_id, 0);
+  EXPECT_TRUE(s.ok()) << s.error_message();
+  s = cri.StopAndRemovePodSandbox(pod_id);
+  EXPECT_TRUE(s.ok()) << s.error_message();
 
   // SIGTERM with the event stream still open: STOPPING=1, exit 0, and systemd's socket
   // file stays (systemd, not the service, owns it).
