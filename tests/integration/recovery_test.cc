@@ -159,7 +159,7 @@ class RecoveryTest : public ::testing::Test {
     pods_.push_back(id);
     return id;
   }
-  // A running busybox container in the pod running `script`, its log at <log dir>/app.log.
+  // A running busybox container in the pod running `script`, its log at <pod log dir>/<name>.log.
   std::string RunContainer(const std::string& pod_id, const v1::PodSandboxConfig& pod, const std::string& name,
                            const std::string& script) {
     v1::ContainerConfig c = testenv::BusyboxContainer(name, {"sh", "-c", script});
