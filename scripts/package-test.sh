@@ -43,10 +43,16 @@ else
 fi
 
 cmake_args=""
-command -v ccache >/dev/null && cmake_args="-DCMAKE_CXX_COMPILER_LAUNCHER=ccache -DCMAKE_C_COMPILER_LAUNCHER=ccache"
+ccache_dir=""
+if command -v ccache >/dev/null; then
+  cmake_args="-DCMAKE_CXX_COMPILER_LAUNCHER=ccache -DCMAKE_C_COMPILER_LAUNCHER=ccache"
+  # debhelper runs the build with HOME set to a throw-away directory, where ccache
+  # would keep its cache too: name the real one.
+  ccache_dir=$(ccache -k cache_dir)
+fi
 build() {  # dpkg-buildpackage options
-  (cd "$src" && CCACHE_BASEDIR="$src" DOCKERSHIM_CMAKE_ARGS="$cmake_args" DEB_BUILD_OPTIONS="parallel=$(nproc)" \
-     dpkg-buildpackage -b -us -uc "$@") >"$work/build.log" 2>&1 || { tail -40 "$work/build.log"; fail "dpkg-buildpackage $*"; }
+  (cd "$src" && CCACHE_DIR="$ccache_dir" CCACHE_BASEDIR="$src" DOCKERSHIM_CMAKE_ARGS="$cmake_args" \
+     DEB_BUILD_OPTIONS="parallel=$(nproc)" dpkg-buildpackage -b -us -uc "$@") >"$work/build.log" 2>&1 || { tail -40 "$work/build.log"; fail "dpkg-buildpackage $*"; }
 }
 arch=$(dpkg --print-architecture)
 
