@@ -4,12 +4,10 @@
 #include <grpcpp/grpcpp.h>
 #include <gmock/gmock.h>
 #include <gtest/gtest.h>
-#include <sys/stat.h>
 
 #include <cstdio>
 #include <filesystem>
 #include <string>
-#include <thread>
 
 #include "absl/strings/ascii.h"
 #include "absl/strings/str_cat.h"
@@ -38,8 +36,7 @@ class CheckpointIntegration : public ::testing::Test {
                                        testenv::DockerEndpoint(), "--network-plugin", "docker", "--root-directory",
                                        (dir_ / "root").string(), "--pod-infra-container-image",
                                        testenv::PauseImage()});
-    for (int i = 0; i < 500 && !fs::exists(socket_); ++i) std::this_thread::sleep_for(std::chrono::milliseconds(20));
-    ASSERT_TRUE(fs::exists(socket_)) << shim_->Stderr();
+    ASSERT_TRUE(testenv::WaitForSocket(socket_, std::chrono::seconds(10))) << shim_->Stderr();
     cri_ = std::make_unique<testenv::CriClient>(socket_, std::chrono::seconds(60));
   }
   void TearDown() override {

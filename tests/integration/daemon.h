@@ -111,9 +111,9 @@ class Daemon {
   pid_t pid_ = -1;
 };
 
-// Waits up to 5 s for the daemon to create its socket.
-inline bool WaitForSocket(const std::string& path) {
-  for (int i = 0; i < 250; ++i) {
+// Waits up to `timeout` for the daemon to create its socket.
+inline bool WaitForSocket(const std::string& path, std::chrono::milliseconds timeout = std::chrono::seconds(5)) {
+  for (auto waited = std::chrono::milliseconds(0); waited < timeout; waited += std::chrono::milliseconds(20)) {
     struct stat st;
     if (::stat(path.c_str(), &st) == 0 && S_ISSOCK(st.st_mode)) return true;
     std::this_thread::sleep_for(std::chrono::milliseconds(20));

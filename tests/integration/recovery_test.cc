@@ -4,7 +4,6 @@
 #include <grpcpp/grpcpp.h>
 #include <gmock/gmock.h>
 #include <gtest/gtest.h>
-#include <sys/stat.h>
 
 #include <algorithm>
 #include <atomic>
@@ -127,15 +126,10 @@ class RecoveryTest : public ::testing::Test {
                 static_cast<long long>(std::chrono::duration_cast<std::chrono::milliseconds>(Clock::now() - t0).count()));
   }
   bool WaitForSocket() {
-    for (int i = 0; i < 1500; ++i) {  // 30 s: the start-up clean-up runs before the socket appears
-      struct stat st;
-      if (::stat(socket_.c_str(), &st) == 0 && S_ISSOCK(st.st_mode)) {
-        cri_.emplace(socket_, std::chrono::seconds(60));
-        return true;
-      }
-      std::this_thread::sleep_for(std::chrono::milliseconds(20));
-    }
-    return false;
+    // 30 s: the start-up clean-up runs before the socket appears.
+    if (!testenv::WaitForSocket(socket_, std::chrono::seconds(30))) return false;
+    cri_.emplace(socket_, std::chrono::seconds(60));
+    return true;
   }
 
   v1::PodSandboxConfig Pod(const std::string& name) {
