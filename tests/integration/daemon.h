@@ -5,7 +5,9 @@
 // LISTEN_FDS=1 and LISTEN_PID=<its pid>.
 #include <fcntl.h>
 #include <signal.h>
+#include <sys/socket.h>
 #include <sys/stat.h>
+#include <sys/un.h>
 #include <sys/wait.h>
 #include <unistd.h>
 
@@ -111,14 +113,33 @@ class Daemon {
   pid_t pid_ = -1;
 };
 
-// Waits up to `timeout` for the daemon to create its socket.
+// Waits up to `timeout` for the daemon's socket to accept connections. Its file
+// appears at bind(), a moment before listen(): a gRPC call in between fails at once
+// with UNAVAILABLE, so the file alone is no sign of a serving daemon.
 inline bool WaitForSocket(const std::string& path, std::chrono::milliseconds timeout = std::chrono::seconds(5)) {
+  sockaddr_un addr{};
+  addr.sun_family = AF_UNIX;
+  if (path.size() >= sizeof(addr.sun_path)) return false;
+  std::memcpy(addr.sun_path, path.c_str(), path.size() + 1);
   for (auto waited = std::chrono::milliseconds(0); waited < timeout; waited += std::chrono::milliseconds(20)) {
-    struct stat st;
-    if (::stat(path.c_str(), &st) == 0 && S_ISSOCK(st.st_mode)) return true;
+    const int fd = ::socket(AF_UNIX, SOCK_STREAM | SOCK_CLOEXEC, 0);
+    const bool accepted = fd >= 0 && ::connect(fd, reinterpret_cast<const sockaddr*>(&addr), sizeof(addr)) == 0;
+    if (fd >= 0) ::close(fd);
+    if (accepted) return true;
     std::this_thread::sleep_for(std::chrono::milliseconds(20));
   }
   return false;
+}
+
+// The daemon's socket once it is open to `gid` (mode 0660), or as it is after 2 s. The
+// daemon creates it 0600 and opens it to its group right after listen().
+inline struct stat SocketOnceOpenedToItsGroup(const std::string& path, gid_t gid) {
+  struct stat st {};
+  for (int i = 0; i < 100; ++i) {
+    if (::stat(path.c_str(), &st) == 0 && st.st_gid == gid && (st.st_mode & 07777) == 0660) break;
+    std::this_thread::sleep_for(std::chrono::milliseconds(20));
+  }
+  return st;
 }
 
 }  // namespace testenv

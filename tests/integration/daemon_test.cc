@@ -3,7 +3,6 @@
 #include <grpcpp/grpcpp.h>
 #include <gtest/gtest.h>
 #include <signal.h>
-#include <sys/stat.h>
 #include <unistd.h>
 
 #include <algorithm>
@@ -153,9 +152,7 @@ TEST_F(DaemonTest, ServesCriAndStopsOnSigterm) {
   std::ofstream(socket_) << "stale";  // a leftover file must not stop the daemon
   Daemon d(dir_, ServeArgs());
   ASSERT_TRUE(WaitForSocket()) << d.Stderr();
-  struct stat st;
-  ASSERT_EQ(::stat(socket_.c_str(), &st), 0);
-  EXPECT_EQ(st.st_mode & 0777, 0660);
+  EXPECT_EQ(testenv::SocketOnceOpenedToItsGroup(socket_, getegid()).st_mode & 0777, 0660);
 
   testenv::CriClient cri = Client();
   v1::VersionResponse version;

@@ -88,14 +88,7 @@ TEST_F(HardeningTest, TheCriSocketIsOwnerAndGroupOnly) {
     SCOPED_TRACE(flags.empty() ? "default group" : flags[1]);
     Daemon d(dir_, ServeArgs(flags));
     ASSERT_TRUE(testenv::WaitForSocket(socket_)) << d.Stderr();
-    // The daemon opens the socket to its group right after creating it (0600): wait for
-    // both the group and the mode, as the default group is the socket's from the start.
-    struct stat st;
-    for (int i = 0; i < 100; ++i) {
-      ASSERT_EQ(::stat(socket_.c_str(), &st), 0);
-      if (st.st_gid == gid && (st.st_mode & 07777) == 0660) break;
-      std::this_thread::sleep_for(std::chrono::milliseconds(20));
-    }
+    const struct stat st = testenv::SocketOnceOpenedToItsGroup(socket_, gid);
     EXPECT_EQ(st.st_mode & 07777, 0660u);
     EXPECT_EQ(st.st_uid, geteuid());
     EXPECT_EQ(st.st_gid, gid);

@@ -175,6 +175,12 @@ class RecoveryTest : public ::testing::Test {
     if (!s.ok()) return absl::Status(static_cast<absl::StatusCode>(s.error_code()), s.error_message());
     return resp.status();
   }
+  // A failed call's code and message, and the end of the running shim's log.
+  std::string Why(const grpc::Status& s) const {
+    const std::string log = shim_ ? shim_->Stderr() : "";
+    return absl::StrCat("code ", s.error_code(), ": ", s.error_message(), "\nend of the shim's log:\n",
+                        log.substr(log.size() > 4000 ? log.size() - 4000 : 0));
+  }
   fs::path IpFile(const std::string& ip) const { return dir_ / "ipam" / network_ / ip; }
   // host-local's allocations: IP -> container ID.
   std::map<std::string, std::string> Allocations() const {
@@ -254,12 +260,14 @@ TEST_F(RecoveryTest, KillNineWithTwentyPodsLosesNoPodNoAddressAndNoLogLine) {
   ASSERT_NO_FATAL_FAILURE(StartShim());
   v1::ListPodSandboxRequest list;
   v1::ListPodSandboxResponse listed;
-  ASSERT_TRUE(cri_->runtime().ListPodSandbox(Ctx().get(), list, &listed).ok());
+  grpc::Status listing = cri_->runtime().ListPodSandbox(Ctx().get(), list, &listed);
+  ASSERT_TRUE(listing.ok()) << Why(listing);
   std::map<std::string, v1::PodSandbox> by_id;
   for (const auto& p : listed.items()) by_id[p.id()] = p;
   v1::ListContainersRequest list_containers;
   v1::ListContainersResponse containers;
-  ASSERT_TRUE(cri_->runtime().ListContainers(Ctx().get(), list_containers, &containers).ok());
+  listing = cri_->runtime().ListContainers(Ctx().get(), list_containers, &containers);
+  ASSERT_TRUE(listing.ok()) << Why(listing);
   std::map<std::string, v1::Container> container_by_id;
   for (const auto& c : containers.containers()) container_by_id[c.id()] = c;
 
@@ -293,7 +301,8 @@ TEST_F(RecoveryTest, KillNineWithTwentyPodsLosesNoPodNoAddressAndNoLogLine) {
   std::this_thread::sleep_for(std::chrono::seconds(3));
   for (const Before& b : pods) {
     if (b.pod_id == vanished.pod_id) continue;
-    ASSERT_TRUE(cri_->StopContainer(b.container_id, 0).ok());
+    grpc::Status stopped = cri_->StopContainer(b.container_id, 0);
+    ASSERT_TRUE(stopped.ok()) << Why(stopped);
   }
   for (const Before& b : pods) {
     if (b.pod_id == vanished.pod_id) continue;
@@ -317,7 +326,8 @@ TEST_F(RecoveryTest, KillNineWithTwentyPodsLosesNoPodNoAddressAndNoLogLine) {
   ASSERT_TRUE(s.ok()) << s.error_message();
   EXPECT_FALSE(fs::exists(IpFile(vanished.ip))) << "host-local still holds " << vanished.ip;
   EXPECT_TRUE(fs::exists(dir_ / "root" / "sandbox" / vanished.pod_id));
-  ASSERT_TRUE(cri_->RemovePodSandbox(vanished.pod_id).ok());
+  grpc::Status removed = cri_->RemovePodSandbox(vanished.pod_id);
+  ASSERT_TRUE(removed.ok()) << Why(removed);
   EXPECT_FALSE(fs::exists(dir_ / "root" / "sandbox" / vanished.pod_id));
   EXPECT_FALSE(fs::exists(dir_ / "cache" / "results" / (network_ + "-" + vanished.pod_id + "-eth0")));
   // The others keep theirs.
@@ -394,7 +404,8 @@ TEST_F(RecoveryTest, KillNineDuringABurstOfRunPodSandboxLeavesNothingHalfCreated
   const std::map<std::string, std::string> infra = InfraContainers();
   v1::ListPodSandboxRequest list;
   v1::ListPodSandboxResponse listed;
-  ASSERT_TRUE(cri_->runtime().ListPodSandbox(Ctx().get(), list, &listed).ok());
+  grpc::Status listing = cri_->runtime().ListPodSandbox(Ctx().get(), list, &listed);
+  ASSERT_TRUE(listing.ok()) << Why(listing);
   std::set<std::string> ready;
   for (const auto& p : listed.items()) {
     if (p.metadata().namespace_() != namespace_) continue;
