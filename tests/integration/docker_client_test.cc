@@ -447,12 +447,14 @@ TEST_F(DockerClientIntegration, TtyExecTakesTheSizeOfAResizeAfterTheStart) {
 
   // Depending on how far Docker got cleaning up after the exit: the process is not
   // running (dockerd's 500s for a stopped or deleted process), the exec is gone (404), or
-  // containerd no longer knows the process (26.1: "process does not exist ...: not found").
+  // containerd no longer knows the process (26.1: "process does not exist ...: not found";
+  // 28.5 at times with containerd's class first: "NotFound: process does not exist ...").
   const absl::Status ended = client_->ResizeExec(Ctx(), exec, ConsoleSize{.height = 10, .width = 10});
   EXPECT_THAT(ended.code(), AnyOf(absl::StatusCode::kFailedPrecondition, absl::StatusCode::kNotFound)) << ended;
-  EXPECT_THAT(Message(ended), AnyOf(StartsWith("resize exec " + exec + ": the process is not running"),
-                                    StartsWith("resize exec " + exec + ": no such exec"),
-                                    StartsWith("resize exec " + exec + ": process does not exist")));
+  const std::string about = "resize exec " + exec + ": ";
+  EXPECT_THAT(Message(ended), AnyOf(StartsWith(about + "the process is not running"), StartsWith(about + "no such exec"),
+                                    StartsWith(about + "process does not exist"),
+                                    StartsWith(about + "NotFound: process does not exist")));
 }
 
 TEST_F(DockerClientIntegration, StartingAnExecWhoseContainerStoppedFails) {
