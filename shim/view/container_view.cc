@@ -39,8 +39,8 @@ dockerclient::DockerEvent EventOf(const dockerclient::ContainerSummary& c, const
 
 bool Matches(const dockerclient::ContainerSummary& c, const dockerclient::ListContainersOptions& o) {
   if (!o.all && !Active(c.state)) return false;
-  // Docker matches the id filter anywhere in the ID (an unanchored pattern).
-  if (o.id && !absl::StrContains(c.id, *o.id)) return false;
+  // Docker's id filter is a prefix (20.10 to 28.5; the integration suite checks it).
+  if (o.id && !absl::StartsWith(c.id, *o.id)) return false;
   if (o.status && c.state != *o.status) return false;
   for (const std::string& key : o.label_keys) {
     if (!c.labels.contains(key)) return false;

@@ -403,6 +403,16 @@ TEST_F(SandboxIntegration, ListFiltersByLabelSelectorAndState) {
   EXPECT_THAT(AsMap(item.labels()), AllOf(Contains(Pair("dstest-run", run)), Contains(Pair("role", "frontend"))));
   EXPECT_THAT(AsMap(item.labels()), Not(Contains(Key(kContainerTypeLabel))));
   EXPECT_THAT(AsMap(item.annotations()), UnorderedElementsAre(Pair("dstest/a", "1")));
+  // An ID filter is a prefix (crictl's short IDs), in Docker too: the in-memory view and
+  // the fake Docker of the unit tests match IDs as this shows.
+  req.mutable_filter()->set_id(id_a->substr(0, 12));
+  resp = service_->ListPodSandbox(ctx_, req);
+  ASSERT_TRUE(resp.ok()) << resp.status();
+  EXPECT_EQ(resp->items_size(), 1);
+  req.mutable_filter()->set_id(id_a->substr(20, 20));
+  resp = service_->ListPodSandbox(ctx_, req);
+  ASSERT_TRUE(resp.ok()) << resp.status();
+  EXPECT_EQ(resp->items_size(), 0);
 
   ASSERT_TRUE(Stop(*id_b).ok());
   EXPECT_THAT(List({{"dstest-run", run}}, v1::SANDBOX_READY), ElementsAre(*id_a));

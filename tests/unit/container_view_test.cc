@@ -182,7 +182,7 @@ TEST_F(ContainerViewTest, ListsAndFiltersExactlyAsDocker) {
   ASSERT_TRUE(direct_->StopPodSandbox(ctx_, stop).ok());
   ASSERT_TRUE(view_.Reconcile().ok());
 
-  std::vector<v1::ContainerFilter> container_filters(7);
+  std::vector<v1::ContainerFilter> container_filters(8);
   container_filters[1].set_id(running);
   container_filters[2].mutable_state()->set_state(v1::CONTAINER_EXITED);
   container_filters[3].set_pod_sandbox_id(a.substr(0, 10));
@@ -190,6 +190,7 @@ TEST_F(ContainerViewTest, ListsAndFiltersExactlyAsDocker) {
   (*container_filters[5].mutable_label_selector())["tier"] = "none";
   container_filters[6].set_pod_sandbox_id(b);
   container_filters[6].mutable_state()->set_state(v1::CONTAINER_CREATED);
+  container_filters[7].set_id(running.substr(20));  // the ID filter is a prefix
   std::vector<std::size_t> counts;
   for (const v1::ContainerFilter& f : container_filters) {
     v1::ListContainersRequest req;
@@ -202,13 +203,14 @@ TEST_F(ContainerViewTest, ListsAndFiltersExactlyAsDocker) {
     EXPECT_TRUE(google::protobuf::util::MessageDifferencer::Equals(*got, *want)) << f.ShortDebugString();
     counts.push_back(got->containers_size());
   }
-  EXPECT_THAT(counts, ElementsAre(3, 1, 1, 2, 2, 0, 1));
+  EXPECT_THAT(counts, ElementsAre(3, 1, 1, 2, 2, 0, 1, 0));
 
-  std::vector<v1::PodSandboxFilter> pod_filters(5);
+  std::vector<v1::PodSandboxFilter> pod_filters(6);
   pod_filters[1].set_id(b);
   pod_filters[2].mutable_state()->set_state(v1::SANDBOX_READY);
   (*pod_filters[3].mutable_label_selector())["app"] = "b";
   pod_filters[4].mutable_state()->set_state(v1::SANDBOX_NOTREADY);
+  pod_filters[5].set_id(b.substr(20));
   counts.clear();
   for (const v1::PodSandboxFilter& f : pod_filters) {
     v1::ListPodSandboxRequest req;
@@ -221,7 +223,7 @@ TEST_F(ContainerViewTest, ListsAndFiltersExactlyAsDocker) {
     EXPECT_TRUE(google::protobuf::util::MessageDifferencer::Equals(*got, *want)) << f.ShortDebugString();
     counts.push_back(got->items_size());
   }
-  EXPECT_THAT(counts, ElementsAre(2, 1, 1, 1, 1));
+  EXPECT_THAT(counts, ElementsAre(2, 1, 1, 1, 1, 0));
 }
 
 TEST_F(ContainerViewTest, TheShimsOwnCallsShowAtOnce) {
