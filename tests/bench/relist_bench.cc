@@ -16,7 +16,6 @@
 #include <grpcpp/grpcpp.h>
 #include <signal.h>
 #include <spawn.h>
-#include <sys/stat.h>
 #include <sys/wait.h>
 #include <unistd.h>
 
@@ -39,6 +38,7 @@
 #include "dockerclient/docker_client_impl.h"
 #include "tests/bench/bench_common.h"
 #include "tests/integration/env.h"
+#include "tests/support/socket_probe.h"
 
 extern char** environ;
 
@@ -120,11 +120,8 @@ class Shim {
     argv.push_back(nullptr);
     if (posix_spawn(&pid_, binary.c_str(), &actions, nullptr, argv.data(), environ) != 0) pid_ = -1;
     posix_spawn_file_actions_destroy(&actions);
-    for (int i = 0; i < 500; ++i) {
-      struct stat st;
-      if (::stat(socket_.c_str(), &st) == 0 && S_ISSOCK(st.st_mode)) break;
+    for (int i = 0; i < 500 && !testsupport::AcceptsConnections(socket_); ++i)
       std::this_thread::sleep_for(std::chrono::milliseconds(20));
-    }
     stub_ = v1::RuntimeService::NewStub(grpc::CreateChannel("unix://" + socket_, grpc::InsecureChannelCredentials()));
   }
   ~Shim() {

@@ -5,9 +5,7 @@
 // LISTEN_FDS=1 and LISTEN_PID=<its pid>.
 #include <fcntl.h>
 #include <signal.h>
-#include <sys/socket.h>
 #include <sys/stat.h>
-#include <sys/un.h>
 #include <sys/wait.h>
 #include <unistd.h>
 
@@ -20,6 +18,8 @@
 #include <string>
 #include <thread>
 #include <vector>
+
+#include "tests/support/socket_probe.h"
 
 extern char** environ;
 
@@ -113,19 +113,10 @@ class Daemon {
   pid_t pid_ = -1;
 };
 
-// Waits up to `timeout` for the daemon's socket to accept connections. Its file
-// appears at bind(), a moment before listen(): a gRPC call in between fails at once
-// with UNAVAILABLE, so the file alone is no sign of a serving daemon.
+// Waits up to `timeout` for the daemon's socket to accept connections.
 inline bool WaitForSocket(const std::string& path, std::chrono::milliseconds timeout = std::chrono::seconds(5)) {
-  sockaddr_un addr{};
-  addr.sun_family = AF_UNIX;
-  if (path.size() >= sizeof(addr.sun_path)) return false;
-  std::memcpy(addr.sun_path, path.c_str(), path.size() + 1);
   for (auto waited = std::chrono::milliseconds(0); waited < timeout; waited += std::chrono::milliseconds(20)) {
-    const int fd = ::socket(AF_UNIX, SOCK_STREAM | SOCK_CLOEXEC, 0);
-    const bool accepted = fd >= 0 && ::connect(fd, reinterpret_cast<const sockaddr*>(&addr), sizeof(addr)) == 0;
-    if (fd >= 0) ::close(fd);
-    if (accepted) return true;
+    if (testsupport::AcceptsConnections(path)) return true;
     std::this_thread::sleep_for(std::chrono::milliseconds(20));
   }
   return false;

@@ -3,7 +3,6 @@
 #include <fcntl.h>
 #include <sched.h>
 #include <signal.h>
-#include <sys/stat.h>
 #include <sys/wait.h>
 #include <unistd.h>
 
@@ -13,6 +12,7 @@
 #include <sstream>
 
 #include "absl/strings/str_cat.h"
+#include "tests/support/socket_probe.h"
 
 extern char** environ;
 
@@ -50,8 +50,7 @@ absl::StatusOr<std::unique_ptr<ShimProcess>> ShimProcess::Start(const ShimLaunch
 
   const absl::Time until = absl::Now() + launch.ready_timeout;
   for (;;) {
-    struct stat st;
-    if (::stat(launch.socket_path.c_str(), &st) == 0 && S_ISSOCK(st.st_mode)) return shim;
+    if (AcceptsConnections(launch.socket_path)) return shim;
     int status = 0;
     if (::waitpid(pid, &status, WNOHANG) == pid) {
       shim->pid_ = -1;

@@ -24,7 +24,7 @@ struct ShimLaunch {
 
 class ShimProcess {
  public:
-  // Starts the child and waits until its socket exists; an exit before that is an
+  // Starts the child and waits until its socket accepts connections; an exit before that is an
   // error that quotes the end of its stderr.
   static absl::StatusOr<std::unique_ptr<ShimProcess>> Start(const ShimLaunch& launch);
   ~ShimProcess();  // SIGKILL, if it still runs
