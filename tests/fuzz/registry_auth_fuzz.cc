@@ -80,8 +80,11 @@ extern "C" int LLVMFuzzerTestOneInput(const uint8_t* data, size_t size) {
   std::string decoded_auth;
   if (absl::Base64Unescape(auth.auth(), &decoded_auth)) {
     const std::size_t colon = decoded_auth.find(':');
+    // Its bytes are not drawn from SecretText's alphabet: a password such as "a" is in
+    // the placeholder itself, so it is looked for only between placeholders.
     if (colon != std::string::npos && colon + 1 < decoded_auth.size())
-      Check(scrubbed.find(decoded_auth.substr(colon + 1)) == std::string::npos);
+      for (absl::string_view piece : absl::StrSplit(scrubbed, "<redacted>"))
+        Check(piece.find(decoded_auth.substr(colon + 1)) == absl::string_view::npos);
   }
   return 0;
 }
