@@ -15,7 +15,9 @@
 #   scripts/docker-engines.sh start [26 28]   fetch, unpack and start (idempotent)
 #   scripts/docker-engines.sh stop [26 28]
 #   scripts/docker-engines.sh restart [26 28]  stop, then start (the outage tests use stop/start)
+#   scripts/docker-engines.sh fetch [26 28]    fetch and unpack only (for scripts/vm.sh's guest)
 #   scripts/docker-engines.sh endpoint N      prints unix://... of engine N
+#   scripts/docker-engines.sh root N          prints the directory engine N is unpacked in
 # Run as root.
 set -euo pipefail
 export PATH="$PATH:/usr/local/sbin:/usr/sbin:/sbin"
@@ -27,6 +29,9 @@ RUNTIMES_JSON='{"runtimes": {"runsc": {"path": "/usr/bin/runsc", "runtimeArgs": 
 # Engines started with "experimental": true (Docker's checkpoint API, for CheckpointContainer
 # with CRIU), e.g. DOCKERSHIM_ENGINES_EXPERIMENTAL=26; none by default.
 EXPERIMENTAL=" ${DOCKERSHIM_ENGINES_EXPERIMENTAL:-} "
+# The cgroup driver the engines use (Docker's own default when unset: cgroupfs on cgroup
+# v1; systemd on cgroup v2 under systemd). scripts/vm-integration.sh sets systemd.
+CGROUP_DRIVER=${DOCKERSHIM_ENGINES_CGROUP_DRIVER:-}
 
 log() { echo "docker-engines: $*"; }
 die() { echo "docker-engines: error: $*" >&2; exit 1; }
@@ -92,11 +97,10 @@ start() { # n
     ip link set "$br" up
   fi
   mkdir -p "$dir"
-  if [[ $EXPERIMENTAL == *" $n "* ]]; then
-    echo "$RUNTIMES_JSON, \"experimental\": true}" >"$dir/daemon.json"
-  else
-    echo "$RUNTIMES_JSON}" >"$dir/daemon.json"
-  fi
+  local options=$RUNTIMES_JSON
+  if [[ $EXPERIMENTAL == *" $n "* ]]; then options+=', "experimental": true'; fi
+  if [[ -n $CGROUP_DRIVER ]]; then options+=", \"exec-opts\": [\"native.cgroupdriver=$CGROUP_DRIVER\"]"; fi
+  echo "$options}" >"$dir/daemon.json"
   rm -f "$dir/docker.pid" "$dir/docker.sock"
   log "starting docker $n (log: $dir/dockerd.log)"
   # containerd, its shims and docker-proxy come from the unpacked tree, runc from Debian 12
@@ -129,7 +133,7 @@ stop() { # n
 cmd=${1:-}
 shift || true
 case $cmd in
-  start | stop)
+  start | stop | fetch)
     (($#)) || set -- 26 28
     for n in "$@"; do suite "$n" >/dev/null; "$cmd" "$n"; done
     ;;
@@ -138,5 +142,6 @@ case $cmd in
     for n in "$@"; do suite "$n" >/dev/null; stop "$n"; start "$n"; done
     ;;
   endpoint) endpoint "${1:?engine}" ;;
-  *) die "usage: $0 start|stop|restart [26 28] | endpoint N" ;;
+  root) echo "$E/${1:?engine}/root" ;;
+  *) die "usage: $0 start|stop|restart|fetch [26 28] | endpoint N | root N" ;;
 esac

@@ -20,6 +20,8 @@ PKGS=(
   apparmor tar util-linux
   # the Debian package (scripts/package-test.sh)
   debhelper dpkg-dev
+  # the cgroup v2 node with systemd in a VM (scripts/vm.sh)
+  qemu-system-x86 mmdebstrap e2fsprogs
 )
 missing=()
 for p in "${PKGS[@]}"; do dpkg -s "$p" >/dev/null 2>&1 || missing+=("$p"); done
