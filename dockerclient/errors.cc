@@ -3,6 +3,7 @@
 #include <nlohmann/json.hpp>
 
 #include "absl/strings/ascii.h"
+#include "absl/strings/match.h"
 #include "absl/strings/str_cat.h"
 #include "common/strings.h"
 
@@ -41,11 +42,16 @@ absl::StatusCode CodeForHttpStatus(int http_status, ConflictMeans conflict) {
   }
 }
 
+absl::StatusCode CodeForDockerError(int http_status, std::string_view message, ConflictMeans conflict) {
+  if (absl::StartsWith(Av(message), "unrecognized image ID ")) return absl::StatusCode::kNotFound;
+  return CodeForHttpStatus(http_status, conflict);
+}
+
 absl::Status HttpError(int http_status, std::string_view body, std::string_view operation,
                        ConflictMeans conflict) {
   std::string message = DockerErrorMessage(body);
   if (message.empty()) message = absl::StrCat("HTTP ", http_status);
-  return absl::Status(CodeForHttpStatus(http_status, conflict),
+  return absl::Status(CodeForDockerError(http_status, message, conflict),
                       absl::StrCat(Av(operation), ": ", message));
 }
 

@@ -17,6 +17,11 @@ std::string DockerErrorMessage(std::string_view body);
 
 absl::StatusCode CodeForHttpStatus(int http_status, ConflictMeans conflict);
 
+// The code for an error answer, from its HTTP status and, where the status misleads,
+// Docker's message: Docker 20.10 answers 500 "unrecognized image ID ..." for an image
+// that a concurrent delete removed first, where 26.1 and later answer 404.
+absl::StatusCode CodeForDockerError(int http_status, std::string_view message, ConflictMeans conflict);
+
 // `operation` reads like "inspect image busybox:latest".
 absl::Status HttpError(int http_status, std::string_view body, std::string_view operation,
                        ConflictMeans conflict = ConflictMeans::kFailedPrecondition);

@@ -368,6 +368,17 @@ TEST(DockerClientImplTest, RemoveImageInUseIsFailedPrecondition) {
   EXPECT_EQ(dockerd.requests().back().target, "/v1.41/images/busybox:latest?force=0&noprune=0");
 }
 
+TEST(DockerClientImplTest, RemoveImageThatAConcurrentDeleteRemovedIsNotFound) {
+  // Docker 20.10's answer when another delete of the image won the race (26.1 says 404).
+  FakeDockerd dockerd;
+  dockerd.On("DELETE /v1.41/images/sha256:abcd", [](auto&) {
+    return Json(500, R"({"message":"unrecognized image ID sha256:abcd"})");
+  });
+  const absl::Status status = dockerd.Client()->RemoveImage(Ctx(), "sha256:abcd", false);
+  EXPECT_EQ(status.code(), absl::StatusCode::kNotFound) << status;
+  EXPECT_EQ(status.message(), "remove image sha256:abcd: unrecognized image ID sha256:abcd");
+}
+
 constexpr char kSecretAuth[] = "eyJwYXNzd29yZCI6InMzY3JldCJ9";
 
 TEST(DockerClientImplTest, PullSendsAuthAndReportsEachProgressLine) {

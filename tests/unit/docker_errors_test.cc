@@ -41,6 +41,32 @@ INSTANTIATE_TEST_SUITE_P(Table, CodeForHttpStatusTest,
                                            CodeCase{500, kState, absl::StatusCode::kInternal},
                                            CodeCase{418, kExists, absl::StatusCode::kInternal}));
 
+struct DockerErrorCase {
+  int http_status;
+  const char* message;
+  absl::StatusCode code;
+};
+
+class CodeForDockerErrorTest : public ::testing::TestWithParam<DockerErrorCase> {};
+
+TEST_P(CodeForDockerErrorTest, Maps) {
+  EXPECT_EQ(CodeForDockerError(GetParam().http_status, GetParam().message, kState), GetParam().code)
+      << GetParam().http_status << " " << GetParam().message;
+}
+
+INSTANTIATE_TEST_SUITE_P(
+    Table, CodeForDockerErrorTest,
+    ::testing::Values(
+        // An image a concurrent delete removed first: 20.10 says 500, 26.1 and 28.5 say 404.
+        DockerErrorCase{500, "unrecognized image ID sha256:7b3d", absl::StatusCode::kNotFound},
+        DockerErrorCase{404, "unrecognized image ID sha256:7b3d", absl::StatusCode::kNotFound},
+        DockerErrorCase{404, "No such image: sha256:7b3d", absl::StatusCode::kNotFound},
+        DockerErrorCase{409,
+                        "conflict: unable to delete 7b3d (cannot be forced) - image is being used by running "
+                        "container 0f1e",
+                        absl::StatusCode::kFailedPrecondition},
+        DockerErrorCase{500, "driver failed", absl::StatusCode::kInternal}));
+
 TEST(DockerErrorMessageTest, ExtractsMessage) {
   EXPECT_EQ(DockerErrorMessage(R"({"message":"No such container: abc123"})"), "No such container: abc123");
   EXPECT_EQ(DockerErrorMessage("  page not found\n"), "page not found");
@@ -60,6 +86,12 @@ TEST(HttpErrorTest, ConflictOnCreateIsAlreadyExists) {
                                    "create container x", ConflictMeans::kAlreadyExists);
   EXPECT_EQ(s.code(), absl::StatusCode::kAlreadyExists);
   EXPECT_THAT(s.message(), HasSubstr("already in use"));
+}
+
+TEST(HttpErrorTest, ImageGoneUnderAConcurrentDeleteIsNotFound) {
+  const absl::Status s = HttpError(500, R"({"message":"unrecognized image ID sha256:7b3d"})", "remove image sha256:7b3d");
+  EXPECT_EQ(s.code(), absl::StatusCode::kNotFound);
+  EXPECT_EQ(s.message(), "remove image sha256:7b3d: unrecognized image ID sha256:7b3d");
 }
 
 TEST(HttpErrorTest, EmptyBodyNamesTheStatus) {
