@@ -26,6 +26,15 @@ absl::StatusCode CodeForDockerError(int http_status, std::string_view message, C
 absl::Status HttpError(int http_status, std::string_view body, std::string_view operation,
                        ConflictMeans conflict = ConflictMeans::kFailedPrecondition);
 
+// The code for a failed pull, from Docker's message and HTTP status (0 when the error
+// came as a line in a 200 progress stream).
+absl::StatusCode PullErrorCode(std::string_view message, int http_status);
+
+// A failed pull of `reference` (normalized, "docker.io/library/busybox:latest") as Docker
+// reported it. A registry that cannot be reached (DNS, refused, timeout, TLS) is
+// UNAVAILABLE and named in the message.
+absl::Status PullError(std::string_view reference, std::string_view message, int http_status);
+
 // The daemon cannot be reached (refused, socket missing, reset): UNAVAILABLE naming the endpoint.
 absl::Status ConnectError(std::string_view endpoint, std::string_view reason);
 absl::Status DeadlineError(std::string_view operation);

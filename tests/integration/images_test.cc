@@ -1,5 +1,7 @@
 // The image service against a real dockerd and registries on 127.0.0.1
 // (scripts/test-env.sh starts them and pushes the images).
+#include <netdb.h>
+
 #include <latch>
 #include <random>
 #include <thread>
@@ -19,6 +21,7 @@ namespace shim {
 namespace {
 
 using ::testing::HasSubstr;
+using ::testing::Not;
 
 class ImagesIntegration : public ::testing::Test {
  protected:
@@ -153,6 +156,40 @@ TEST_F(ImagesIntegration, MissingTagIsNotFoundNamingTheImage) {
   ASSERT_FALSE(pulled.ok());
   EXPECT_EQ(pulled.status().code(), absl::StatusCode::kNotFound) << pulled.status();
   EXPECT_NE(pulled.status().message().find("no-such-tag"), std::string::npos);
+}
+
+TEST_F(ImagesIntegration, MissingRepositoryIsNotFound) {
+  auto pulled = Pull(testenv::Registry() + "/does-not-exist:latest");
+  ASSERT_FALSE(pulled.ok());
+  EXPECT_EQ(pulled.status().code(), absl::StatusCode::kNotFound) << pulled.status();
+  EXPECT_THAT(pulled.status().message(), HasSubstr("does-not-exist"));
+}
+
+TEST_F(ImagesIntegration, UnreachableRegistryIsUnavailableNamingItWithoutTheCredentials) {
+  const std::string password = "unreachable-Pa55word-xyz";
+  auto refused = Pull("127.0.0.1:1/busybox:latest", testenv::AuthUser(), password);
+  ASSERT_FALSE(refused.ok());
+  EXPECT_EQ(refused.status().code(), absl::StatusCode::kUnavailable) << refused.status();
+  EXPECT_THAT(refused.status().message(), HasSubstr("registry 127.0.0.1:1 cannot be reached: "));
+  EXPECT_THAT(refused.status().message(), Not(HasSubstr(password)));
+
+  // .invalid never resolves (RFC 2606).
+  auto unresolved = Pull("no-such-registry.invalid:5000/busybox:latest");
+  ASSERT_FALSE(unresolved.ok());
+  EXPECT_EQ(unresolved.status().code(), absl::StatusCode::kUnavailable) << unresolved.status();
+  EXPECT_THAT(unresolved.status().message(), HasSubstr("registry no-such-registry.invalid:5000 cannot be reached: "));
+}
+
+TEST_F(ImagesIntegration, OfflineDockerHubIsUnavailableNamingIt) {
+  addrinfo* found = nullptr;
+  if (::getaddrinfo("registry-1.docker.io", "443", nullptr, &found) == 0) {
+    ::freeaddrinfo(found);
+    GTEST_SKIP() << "registry-1.docker.io resolves: this node may reach Docker Hub";
+  }
+  auto pulled = Pull("nonexistent");
+  ASSERT_FALSE(pulled.ok());
+  EXPECT_EQ(pulled.status().code(), absl::StatusCode::kUnavailable) << pulled.status();
+  EXPECT_THAT(pulled.status().message(), HasSubstr("registry docker.io (registry-1.docker.io) cannot be reached: "));
 }
 
 TEST_F(ImagesIntegration, AuthRegistry) {
