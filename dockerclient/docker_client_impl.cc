@@ -117,23 +117,6 @@ std::pair<std::string, std::string> SplitPullReference(std::string_view referenc
   return {std::string(name), std::string(tag)};
 }
 
-absl::StatusCode PullErrorCode(std::string_view message, int http_status) {
-  const std::string text = absl::AsciiStrToLower(Av(message));
-  const auto has = [&text](std::string_view s) { return absl::StrContains(text, Av(s)); };
-  // Checked first: Docker Hub answers "pull access denied ..., repository does not
-  // exist or may require 'docker login'" for unknown repositories.
-  if (has("not found") || has("manifest unknown") || has("repository does not exist") || has("no such image")) {
-    return absl::StatusCode::kNotFound;
-  }
-  // The registry refused our credentials; the CRI caller itself is not unauthenticated.
-  if (has("unauthorized") || has("authentication required") || has("no basic auth credentials") || has("denied")) {
-    return absl::StatusCode::kPermissionDenied;
-  }
-  // Registry trouble arrives as HTTP 500 or as a stream line; it is no fault of dockerd.
-  if (http_status == 0 || http_status == 500) return absl::StatusCode::kUnknown;
-  return CodeForHttpStatus(http_status, ConflictMeans::kFailedPrecondition);
-}
-
 absl::StatusOr<std::unique_ptr<DockerClientImpl>> DockerClientImpl::Create(std::string_view endpoint) {
   std::string_view path;
   if (absl::StartsWith(Av(endpoint), "unix://")) {
@@ -307,11 +290,9 @@ absl::Status DockerClientImpl::PullImage(const common::Context& ctx, const PullO
   if (response->status / 100 != 2) {
     std::string message = DockerErrorMessage(response->body);
     if (message.empty()) message = absl::StrCat("HTTP ", response->status);
-    return absl::Status(PullErrorCode(message, response->status), absl::StrCat(operation, ": ", message));
+    return PullError(options.reference, message, response->status);
   }
-  if (!failure.empty()) {
-    return absl::Status(PullErrorCode(failure, 0), absl::StrCat(operation, ": ", failure));
-  }
+  if (!failure.empty()) return PullError(options.reference, failure, 0);
   return absl::OkStatus();
 }
 

@@ -31,10 +31,6 @@ absl::StatusOr<std::string> NegotiateApiVersion(std::string_view server);
 // pull every tag).
 std::pair<std::string, std::string> SplitPullReference(std::string_view reference);
 
-// The code for a failed pull, from Docker's message and HTTP status (0 when the error
-// came as a line in a 200 progress stream).
-absl::StatusCode PullErrorCode(std::string_view message, int http_status);
-
 class DockerClientImpl : public DockerClient {
  public:
   // `endpoint` is "unix:///var/run/docker.sock" or a bare socket path; other schemes

@@ -9,9 +9,12 @@
 namespace shim {
 
 namespace {
-// Grace period for the pod's processes; kubelet has already stopped app containers
-// with their own grace periods, so this only bounds stragglers.
-constexpr int64_t kSandboxStopTimeoutSeconds = 10;
+// No grace period: the kubelet has already stopped the app containers with their own
+// grace periods, and CRI has the sandbox's remaining processes force-terminated (as
+// containerd does). Docker's stop with t=0 sends SIGKILL right after the stop signal
+// and returns once the process is gone: well inside crictl's 10 s, which a 10 s grace
+// for each container that ignores SIGTERM was not.
+constexpr int64_t kSandboxStopTimeoutSeconds = 0;
 
 absl::Status RequireId(const std::string& id, const char* rpc) {
   if (id.empty()) return absl::InvalidArgumentError(absl::StrCat(rpc, ": pod_sandbox_id is required"));

@@ -360,6 +360,15 @@ TEST_F(HardeningTest, NoCredentialInErrorsOrTheDebugLog) {
     EXPECT_NE(s.error_message().find(testenv::AuthRegistry()), std::string::npos) << s.error_message();
     for (const std::string& secret : secrets) EXPECT_EQ(s.error_message().find(secret), std::string::npos) << s.error_message();
   }
+  // A registry that cannot be reached, with credentials given.
+  v1::PullImageRequest unreachable;
+  unreachable.mutable_image()->set_image("127.0.0.1:1/private/busybox:latest");
+  *unreachable.mutable_auth() = wrong_password;
+  v1::PullImageResponse not_pulled;
+  grpc::Status s = cri.images().PullImage(Ctx().get(), unreachable, &not_pulled);
+  EXPECT_EQ(s.error_code(), grpc::StatusCode::UNAVAILABLE) << s.error_message();
+  EXPECT_NE(s.error_message().find("registry 127.0.0.1:1 cannot be reached"), std::string::npos) << s.error_message();
+  EXPECT_EQ(s.error_message().find(password), std::string::npos) << s.error_message();
   const std::string log = StopAndLog(d);
   EXPECT_NE(log.find("PullImage failed"), std::string::npos) << "the debug log should have the calls";
   for (const std::string& secret : secrets) EXPECT_EQ(log.find(secret), std::string::npos) << secret << " is in the log";

@@ -1,14 +1,27 @@
 // The image service against a real dockerd and registries on 127.0.0.1
 // (scripts/test-env.sh starts them and pushes the images).
+#include <netdb.h>
+
+#include <latch>
+#include <random>
+#include <thread>
+
+#include <gmock/gmock.h>
 #include <gtest/gtest.h>
 
+#include "absl/strings/ascii.h"
+#include "absl/strings/str_cat.h"
 #include "dockerclient/docker_client_impl.h"
 #include "shim/cri_service.h"
 #include "shim/network/docker_bridge.h"
 #include "tests/integration/env.h"
+#include "tests/integration/shell.h"
 
 namespace shim {
 namespace {
+
+using ::testing::HasSubstr;
+using ::testing::Not;
 
 class ImagesIntegration : public ::testing::Test {
  protected:
@@ -47,6 +60,27 @@ class ImagesIntegration : public ::testing::Test {
     return service_->RemoveImage(ctx_, req).status();
   }
 
+  // An image of its own (a commit of the test busybox with a unique label), so that no
+  // other test that runs at the same time holds or removes it. Returns its ID.
+  std::string MakeOwnImage(const std::string& purpose) {
+    static std::mt19937_64 rng{std::random_device{}()};
+    const std::string name = absl::StrCat("dstest-images/", purpose, "-", absl::Hex(rng() & 0xffffff), ":latest");
+    const std::string container =
+        std::string(absl::StripAsciiWhitespace(testenv::Sh("docker create " + testenv::BusyboxImage() + " true")));
+    EXPECT_FALSE(container.empty()) << "docker create failed";
+    EXPECT_TRUE(testenv::ShOk(absl::StrCat("docker commit -c 'LABEL dstest.image=", name, "' ", container, " ", name,
+                                           " >/dev/null")));
+    testenv::ShOk("docker rm " + container);
+    const std::optional<v1::Image> image = Status(name);
+    EXPECT_TRUE(image.has_value()) << name;
+    if (image) own_images_.push_back(image->id());
+    return image ? image->id() : "";
+  }
+  void TearDown() override {
+    for (const std::string& id : own_images_) testenv::ShOk("docker rmi -f " + id);
+  }
+
+  std::vector<std::string> own_images_;
   common::Context ctx_ = common::Context::WithTimeout(absl::Seconds(60));
   std::unique_ptr<dockerclient::DockerClient> docker_;
   std::unique_ptr<network::NetworkPlugin> network_;
@@ -124,6 +158,40 @@ TEST_F(ImagesIntegration, MissingTagIsNotFoundNamingTheImage) {
   EXPECT_NE(pulled.status().message().find("no-such-tag"), std::string::npos);
 }
 
+TEST_F(ImagesIntegration, MissingRepositoryIsNotFound) {
+  auto pulled = Pull(testenv::Registry() + "/does-not-exist:latest");
+  ASSERT_FALSE(pulled.ok());
+  EXPECT_EQ(pulled.status().code(), absl::StatusCode::kNotFound) << pulled.status();
+  EXPECT_THAT(pulled.status().message(), HasSubstr("does-not-exist"));
+}
+
+TEST_F(ImagesIntegration, UnreachableRegistryIsUnavailableNamingItWithoutTheCredentials) {
+  const std::string password = "unreachable-Pa55word-xyz";
+  auto refused = Pull("127.0.0.1:1/busybox:latest", testenv::AuthUser(), password);
+  ASSERT_FALSE(refused.ok());
+  EXPECT_EQ(refused.status().code(), absl::StatusCode::kUnavailable) << refused.status();
+  EXPECT_THAT(refused.status().message(), HasSubstr("registry 127.0.0.1:1 cannot be reached: "));
+  EXPECT_THAT(refused.status().message(), Not(HasSubstr(password)));
+
+  // .invalid never resolves (RFC 2606).
+  auto unresolved = Pull("no-such-registry.invalid:5000/busybox:latest");
+  ASSERT_FALSE(unresolved.ok());
+  EXPECT_EQ(unresolved.status().code(), absl::StatusCode::kUnavailable) << unresolved.status();
+  EXPECT_THAT(unresolved.status().message(), HasSubstr("registry no-such-registry.invalid:5000 cannot be reached: "));
+}
+
+TEST_F(ImagesIntegration, OfflineDockerHubIsUnavailableNamingIt) {
+  addrinfo* found = nullptr;
+  if (::getaddrinfo("registry-1.docker.io", "443", nullptr, &found) == 0) {
+    ::freeaddrinfo(found);
+    GTEST_SKIP() << "registry-1.docker.io resolves: this node may reach Docker Hub";
+  }
+  auto pulled = Pull("nonexistent");
+  ASSERT_FALSE(pulled.ok());
+  EXPECT_EQ(pulled.status().code(), absl::StatusCode::kUnavailable) << pulled.status();
+  EXPECT_THAT(pulled.status().message(), HasSubstr("registry docker.io (registry-1.docker.io) cannot be reached: "));
+}
+
 TEST_F(ImagesIntegration, AuthRegistry) {
   const std::string image = testenv::AuthRegistry() + "/private/busybox:latest";
   ASSERT_TRUE(Remove(image).ok());
@@ -144,6 +212,39 @@ TEST_F(ImagesIntegration, AuthRegistry) {
   ASSERT_TRUE(good.ok()) << good.status();
   EXPECT_TRUE(Status(image).has_value());
   ASSERT_TRUE(Remove(image).ok());
+}
+
+TEST_F(ImagesIntegration, ConcurrentRemovesOfOneImageAllSucceed) {
+  // critest's "should not fail on simultaneous RemoveImage calls": the image is gone for
+  // every caller, whichever of them Docker let remove it.
+  const std::string id = MakeOwnImage("remove-race");
+  ASSERT_FALSE(id.empty());
+  constexpr int kCallers = 8;
+  std::vector<absl::Status> results(kCallers);
+  std::latch ready(kCallers);
+  std::vector<std::thread> callers;
+  for (absl::Status& result : results) {
+    callers.emplace_back([&] {
+      ready.arrive_and_wait();
+      result = Remove(id);
+    });
+  }
+  for (std::thread& caller : callers) caller.join();
+  for (const absl::Status& result : results) EXPECT_TRUE(result.ok()) << result;
+  EXPECT_FALSE(Status(id).has_value());
+}
+
+TEST_F(ImagesIntegration, RemovingAnImageAContainerUsesFailsNamingTheContainer) {
+  const std::string id = MakeOwnImage("in-use");
+  ASSERT_FALSE(id.empty());
+  const std::string container = std::string(absl::StripAsciiWhitespace(testenv::Sh("docker create " + id + " true")));
+  ASSERT_FALSE(container.empty());
+  const absl::Status removed = Remove(id);
+  EXPECT_EQ(removed.code(), absl::StatusCode::kFailedPrecondition) << removed;
+  EXPECT_THAT(removed.message(), HasSubstr(container.substr(0, 12)));
+  EXPECT_TRUE(Status(id).has_value()) << "the image stays";
+  ASSERT_TRUE(testenv::ShOk("docker rm " + container));
+  EXPECT_TRUE(Remove(id).ok());
 }
 
 TEST_F(ImagesIntegration, UserFromImageConfig) {

@@ -148,6 +148,37 @@ TEST_F(SandboxIntegration, StopAndRemoveReleaseEverythingAndAreIdempotent) {
   EXPECT_TRUE(stopped.ok()) << "stopping a removed pod succeeds: " << stopped;
 }
 
+TEST_F(SandboxIntegration, StopKillsAContainerThatIgnoresSigtermWithoutWaitingOutAGracePeriod) {
+  v1::PodSandboxConfig config = BaseConfig("stubborn");
+  absl::StatusOr<std::string> id = Run(config);
+  ASSERT_TRUE(id.ok()) << id.status();
+  absl::StatusOr<std::string> app =
+      Create(*id, config, Busybox("stubborn", {"sh", "-c", "trap '' TERM; while true; do sleep 1; done"}));
+  ASSERT_TRUE(app.ok()) << app.status();
+  ASSERT_TRUE(Start(*app).ok());
+
+  const absl::Time start = absl::Now();
+  absl::Status stopped = Stop(*id);
+  const absl::Duration took = absl::Now() - start;
+  ASSERT_TRUE(stopped.ok()) << stopped;
+  std::printf("StopPodSandbox with a container that ignores SIGTERM took %s\n", absl::FormatDuration(took).c_str());
+  EXPECT_LT(took, absl::Seconds(8)) << "crictl stopp gives up after 10 s";
+
+  auto status = Status(*id);
+  ASSERT_TRUE(status.ok()) << status.status();
+  EXPECT_EQ(status->state(), v1::SANDBOX_NOTREADY);
+  v1::ContainerStatusRequest req;
+  req.set_container_id(*app);
+  auto app_status = service_->ContainerStatus(ctx_, req);
+  ASSERT_TRUE(app_status.ok()) << app_status.status();
+  EXPECT_EQ(app_status->status().state(), v1::CONTAINER_EXITED);
+  EXPECT_EQ(app_status->status().exit_code(), 137) << "SIGKILL";
+  EXPECT_EQ(app_status->status().reason(), "Error");
+  auto pause = Inspect(*id);
+  ASSERT_TRUE(pause.ok()) << pause.status();
+  EXPECT_FALSE(pause->state.running);
+}
+
 TEST_F(SandboxIntegration, RemoveWithoutStopTearsDownTheNetwork) {
   absl::StatusOr<std::string> id = Run(BaseConfig("direct"));
   ASSERT_TRUE(id.ok()) << id.status();

@@ -41,6 +41,121 @@ INSTANTIATE_TEST_SUITE_P(Table, CodeForHttpStatusTest,
                                            CodeCase{500, kState, absl::StatusCode::kInternal},
                                            CodeCase{418, kExists, absl::StatusCode::kInternal}));
 
+struct DockerErrorCase {
+  int http_status;
+  const char* message;
+  absl::StatusCode code;
+};
+
+class CodeForDockerErrorTest : public ::testing::TestWithParam<DockerErrorCase> {};
+
+TEST_P(CodeForDockerErrorTest, Maps) {
+  EXPECT_EQ(CodeForDockerError(GetParam().http_status, GetParam().message, kState), GetParam().code)
+      << GetParam().http_status << " " << GetParam().message;
+}
+
+INSTANTIATE_TEST_SUITE_P(
+    Table, CodeForDockerErrorTest,
+    ::testing::Values(
+        // An image a concurrent delete removed first: 20.10 says 500, 26.1 and 28.5 say 404.
+        DockerErrorCase{500, "unrecognized image ID sha256:7b3d", absl::StatusCode::kNotFound},
+        DockerErrorCase{404, "unrecognized image ID sha256:7b3d", absl::StatusCode::kNotFound},
+        DockerErrorCase{404, "No such image: sha256:7b3d", absl::StatusCode::kNotFound},
+        DockerErrorCase{409,
+                        "conflict: unable to delete 7b3d (cannot be forced) - image is being used by running "
+                        "container 0f1e",
+                        absl::StatusCode::kFailedPrecondition},
+        DockerErrorCase{500, "driver failed", absl::StatusCode::kInternal}));
+
+struct PullCodeCase {
+  const char* message;
+  int http_status;
+  absl::StatusCode code;
+};
+
+class PullErrorCodeTest : public ::testing::TestWithParam<PullCodeCase> {};
+
+TEST_P(PullErrorCodeTest, Maps) {
+  EXPECT_EQ(PullErrorCode(GetParam().message, GetParam().http_status), GetParam().code)
+      << GetParam().http_status << " " << GetParam().message;
+}
+
+// The registry wordings are those of Docker 20.10, 26.1 and 28.5 (the same on all three
+// unless noted), as /images/create answered them.
+INSTANTIATE_TEST_SUITE_P(
+    Table, PullErrorCodeTest,
+    ::testing::Values(
+        PullCodeCase{"manifest for r/x:1 not found: manifest unknown: manifest unknown", 404,
+                     absl::StatusCode::kNotFound},
+        PullCodeCase{"manifest unknown", 0, absl::StatusCode::kNotFound},
+        PullCodeCase{"pull access denied for nosuch, repository does not exist or may require 'docker login': "
+                     "denied: requested access to the resource is denied",
+                     404, absl::StatusCode::kNotFound},
+        PullCodeCase{"manifest for 127.0.0.1:5000/x509:tls not found: manifest unknown: manifest unknown", 404,
+                     absl::StatusCode::kNotFound},
+        PullCodeCase{"Head \"https://r/v2/x/manifests/1\": unauthorized: authentication required", 500,
+                     absl::StatusCode::kPermissionDenied},
+        PullCodeCase{"Get \"https://r/v2/\": no basic auth credentials", 500, absl::StatusCode::kPermissionDenied},
+        PullCodeCase{"denied: requested access to the resource is denied", 0, absl::StatusCode::kPermissionDenied},
+        PullCodeCase{"Get \"http://127.0.0.1:1/v2/\": dial tcp 127.0.0.1:1: connect: connection refused", 500,
+                     absl::StatusCode::kUnavailable},
+        PullCodeCase{"Get \"https://registry-1.docker.io/v2/\": dial tcp: lookup registry-1.docker.io on "
+                     "10.255.255.53:53: no such host",
+                     500, absl::StatusCode::kUnavailable},
+        PullCodeCase{"Get \"https://denied.example:5000/v2/\": dial tcp: lookup denied.example: no such host", 500,
+                     absl::StatusCode::kUnavailable},
+        PullCodeCase{"Get \"https://192.0.2.99:5000/v2/\": dial tcp 192.0.2.99:5000: connect: no route to host", 500,
+                     absl::StatusCode::kUnavailable},
+        PullCodeCase{"Get \"https://10.1.2.3/v2/\": dial tcp 10.1.2.3:443: i/o timeout", 500,
+                     absl::StatusCode::kUnavailable},
+        PullCodeCase{"Get \"https://r:5000/v2/\": net/http: TLS handshake timeout", 500,
+                     absl::StatusCode::kUnavailable},
+        PullCodeCase{"Get \"https://r:5000/v2/\": tls: first record does not look like a TLS handshake", 500,
+                     absl::StatusCode::kUnavailable},
+        // 20.10 leaves out 26.1's "tls: failed to verify certificate: ".
+        PullCodeCase{"Get \"https://r:5000/v2/\": x509: certificate signed by unknown authority", 500,
+                     absl::StatusCode::kUnavailable},
+        PullCodeCase{"Get \"https://r:5000/v2/\": tls: failed to verify certificate: x509: cannot validate "
+                     "certificate for 192.0.2.2 because it doesn't contain any IP SANs",
+                     500, absl::StatusCode::kUnavailable},
+        PullCodeCase{"Get \"https://r:5000/v2/\": read tcp 192.0.2.2:35432->192.0.2.2:5000: read: connection reset "
+                     "by peer",
+                     500, absl::StatusCode::kUnavailable},
+        PullCodeCase{"Get \"https://r/v2/\": http: server gave HTTP response to HTTPS client", 500,
+                     absl::StatusCode::kUnavailable},
+        PullCodeCase{"Get \"https://r/v2/\": net/http: request canceled while waiting for connection "
+                     "(Client.Timeout exceeded while awaiting headers)",
+                     500, absl::StatusCode::kUnavailable},
+        PullCodeCase{"unexpected EOF", 0, absl::StatusCode::kUnknown},
+        PullCodeCase{"invalid reference format", 400, absl::StatusCode::kInvalidArgument}));
+
+TEST(PullErrorTest, NamesTheRegistryThatCannotBeReached) {
+  const absl::Status hub = PullError("docker.io/library/nonexistent:latest",
+                                     "Get \"https://registry-1.docker.io/v2/\": dial tcp: lookup "
+                                     "registry-1.docker.io on 10.255.255.53:53: no such host",
+                                     500);
+  EXPECT_EQ(hub.code(), absl::StatusCode::kUnavailable);
+  EXPECT_EQ(hub.message(),
+            "pull image docker.io/library/nonexistent:latest: registry docker.io (registry-1.docker.io) cannot be "
+            "reached: Get \"https://registry-1.docker.io/v2/\": dial tcp: lookup registry-1.docker.io on "
+            "10.255.255.53:53: no such host");
+  const absl::Status local = PullError("127.0.0.1:1/busybox:latest",
+                                       "Get \"http://127.0.0.1:1/v2/\": dial tcp 127.0.0.1:1: connect: connection refused",
+                                       0);
+  EXPECT_EQ(local.code(), absl::StatusCode::kUnavailable);
+  EXPECT_THAT(local.message(), HasSubstr("pull image 127.0.0.1:1/busybox:latest: registry 127.0.0.1:1 cannot be reached: "));
+}
+
+TEST(PullErrorTest, OtherFailuresKeepDockersMessage) {
+  const absl::Status missing =
+      PullError("127.0.0.1:5000/does-not-exist:latest",
+                "manifest for 127.0.0.1:5000/does-not-exist:latest not found: manifest unknown: manifest unknown", 404);
+  EXPECT_EQ(missing.code(), absl::StatusCode::kNotFound);
+  EXPECT_EQ(missing.message(),
+            "pull image 127.0.0.1:5000/does-not-exist:latest: manifest for 127.0.0.1:5000/does-not-exist:latest not "
+            "found: manifest unknown: manifest unknown");
+}
+
 TEST(DockerErrorMessageTest, ExtractsMessage) {
   EXPECT_EQ(DockerErrorMessage(R"({"message":"No such container: abc123"})"), "No such container: abc123");
   EXPECT_EQ(DockerErrorMessage("  page not found\n"), "page not found");
@@ -60,6 +175,12 @@ TEST(HttpErrorTest, ConflictOnCreateIsAlreadyExists) {
                                    "create container x", ConflictMeans::kAlreadyExists);
   EXPECT_EQ(s.code(), absl::StatusCode::kAlreadyExists);
   EXPECT_THAT(s.message(), HasSubstr("already in use"));
+}
+
+TEST(HttpErrorTest, ImageGoneUnderAConcurrentDeleteIsNotFound) {
+  const absl::Status s = HttpError(500, R"({"message":"unrecognized image ID sha256:7b3d"})", "remove image sha256:7b3d");
+  EXPECT_EQ(s.code(), absl::StatusCode::kNotFound);
+  EXPECT_EQ(s.message(), "remove image sha256:7b3d: unrecognized image ID sha256:7b3d");
 }
 
 TEST(HttpErrorTest, EmptyBodyNamesTheStatus) {

@@ -164,6 +164,11 @@ std::vector<FakeDockerClient::ResizeCall> FakeDockerClient::Resizes() const {
   return resizes_;
 }
 
+std::vector<FakeDockerClient::StopCall> FakeDockerClient::Stops() const {
+  std::lock_guard lock(mu_);
+  return stops_;
+}
+
 std::vector<std::string> FakeDockerClient::Calls() const {
   std::lock_guard lock(mu_);
   return calls_;
@@ -422,11 +427,12 @@ absl::Status FakeDockerClient::StartContainer(const common::Context&, const std:
 }
 
 absl::Status FakeDockerClient::StopContainer(const common::Context&, const std::string& id,
-                                             const dockerclient::StopOptions&) {
+                                             const dockerclient::StopOptions& options) {
   std::lock_guard lock(mu_);
   if (auto s = Record("StopContainer"); !s.ok()) return s;
   std::string found = FindContainerId(id);
   if (found.empty()) return absl::NotFoundError(absl::StrCat("stop container ", id, ": No such container"));
+  stops_.push_back({found, options.timeout_seconds});
   auto& st = containers_.at(found).inspect.state;
   if (st.running) {
     st.status = "exited";

@@ -65,6 +65,12 @@ class FakeDockerClient : public dockerclient::DockerClient {
   };
   // Successful ResizeExec and ResizeContainer calls, in order.
   std::vector<ResizeCall> Resizes() const;
+  struct StopCall {
+    std::string id;
+    int64_t timeout_seconds = 0;
+  };
+  // StopContainer calls of existing containers, in order.
+  std::vector<StopCall> Stops() const;
   // Changes what Docker knows of a container (its pid, upper dir...); it must exist.
   void EditContainer(const std::string& id, const std::function<void(dockerclient::ContainerInspect&)>& edit);
   std::vector<std::string> Calls() const;
@@ -154,6 +160,7 @@ class FakeDockerClient : public dockerclient::DockerClient {
   std::function<ExecScript(const std::string&, const std::vector<std::string>&)> on_exec_;
   std::function<void(StreamPeer)> on_stream_;
   std::vector<ResizeCall> resizes_;
+  std::vector<StopCall> stops_;
   int next_id_ = 1;
   bool exit_on_start_ = false;
   std::string exit_on_start_error_;

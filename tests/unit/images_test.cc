@@ -138,6 +138,21 @@ TEST_F(ImagesTest, PullSendsCredentialsAndKeepsThemOutOfErrors) {
   EXPECT_NE(message.find("registry 127.0.0.1:5001"), std::string::npos) << message;
 }
 
+TEST_F(ImagesTest, UnreachableRegistryStaysUnavailableWithoutTheCredentials) {
+  docker_.FailOperation("PullImage", absl::UnavailableError("pull image 127.0.0.1:1/busybox:latest: registry "
+                                                            "127.0.0.1:1 cannot be reached: dial tcp 127.0.0.1:1: "
+                                                            "connect: connection refused (as hunter22)"));
+  v1::PullImageRequest req;
+  req.mutable_image()->set_image("127.0.0.1:1/busybox:latest");
+  req.mutable_auth()->set_username("tester");
+  req.mutable_auth()->set_password("hunter22");
+  auto resp = service_.PullImage(ctx_, req);
+  EXPECT_EQ(resp.status().code(), absl::StatusCode::kUnavailable) << resp.status();
+  std::string message(resp.status().message());
+  EXPECT_EQ(message.find("hunter22"), std::string::npos) << message;
+  EXPECT_NE(message.find("registry 127.0.0.1:1 cannot be reached"), std::string::npos) << message;
+}
+
 TEST_F(ImagesTest, RemoveAbsentSucceeds) {
   v1::RemoveImageRequest req;
   req.mutable_image()->set_image("busybox:gone");

@@ -673,6 +673,18 @@ TEST_F(SandboxServiceTest, StopStopsPodContainersTearsDownNetworkOnceAndStopsInf
   EXPECT_EQ(TearDownCount(*id), 1);
 }
 
+TEST_F(SandboxServiceTest, StopKillsThePodsProcessesWithoutAGracePeriod) {
+  // The kubelet stopped the app containers with their grace periods already; what is
+  // left is force-terminated, so a container that ignores SIGTERM cannot hold the stop.
+  auto id = Run(PodConfig());
+  ASSERT_TRUE(id.ok()) << id.status();
+  std::string app = AddAppContainer(*id, "k8s_app_nginx_default_uid-1_0", true);
+  ASSERT_TRUE(Stop(*id).ok());
+  std::vector<std::pair<std::string, int64_t>> stops;
+  for (const auto& stop : docker_.Stops()) stops.emplace_back(stop.id, stop.timeout_seconds);
+  EXPECT_THAT(stops, ElementsAre(std::pair<std::string, int64_t>(app, 0), std::pair<std::string, int64_t>(*id, 0)));
+}
+
 TEST_F(SandboxServiceTest, StopRetriesTheNetworkTeardownAfterAFailure) {
   auto id = Run(PodConfig());
   ASSERT_TRUE(id.ok()) << id.status();
