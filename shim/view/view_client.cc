@@ -8,6 +8,15 @@ absl::StatusOr<std::vector<dockerclient::ContainerSummary>> ViewClient::ListCont
   return inner_.ListContainers(ctx, options);
 }
 
+absl::StatusOr<dockerclient::ContainerInspect> ViewClient::InspectContainer(const common::Context& ctx,
+                                                                            const std::string& id) {
+  absl::StatusOr<dockerclient::ContainerInspect> c = inner_.InspectContainer(ctx, id);
+  // Removed behind the shim's back, and its destroy event not read yet: a status call
+  // (or a removal, which inspects first) that finds it gone takes it off the lists.
+  if (absl::IsNotFound(c.status())) view_.Forget(id);
+  return c;
+}
+
 absl::StatusOr<std::string> ViewClient::CreateContainer(const common::Context& ctx, const std::string& name,
                                                         const nlohmann::json& body) {
   absl::StatusOr<std::string> id = inner_.CreateContainer(ctx, name, body);
@@ -32,7 +41,12 @@ absl::Status ViewClient::StopContainer(const common::Context& ctx, const std::st
 
 absl::Status ViewClient::RemoveContainer(const common::Context& ctx, const std::string& id, bool force) {
   absl::Status s = inner_.RemoveContainer(ctx, id, force);
-  view_.Refresh(ctx, id);
+  // Gone: dropped without reading it again (a read that failed would leave it listed).
+  if (s.ok() || absl::IsNotFound(s)) {
+    view_.Forget(id);
+  } else {
+    view_.Refresh(ctx, id);
+  }
   return s;
 }
 

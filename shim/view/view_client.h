@@ -1,9 +1,10 @@
 #pragma once
 // The DockerClient the CRI service uses when relists come from memory: container
 // lists of CRI containers are answered by the ContainerView while it is live (else by
-// Docker), and every lifecycle call (create, start, stop, remove) re-reads its
-// container into the view before returning, so a caller's next list shows what it
-// just did. Everything else goes to Docker unchanged.
+// Docker), and every lifecycle call (create, start, stop) re-reads its container
+// into the view before returning, so a caller's next list shows what it just did. A
+// removal, and an inspect that finds no such container, drop it from the view.
+// Everything else goes to Docker unchanged.
 #include "dockerclient/forwarding_docker_client.h"
 #include "shim/view/container_view.h"
 
@@ -17,6 +18,8 @@ class ViewClient final : public dockerclient::ForwardingDockerClient {
 
   absl::StatusOr<std::vector<dockerclient::ContainerSummary>> ListContainers(
       const common::Context& ctx, const dockerclient::ListContainersOptions& options) override;
+  absl::StatusOr<dockerclient::ContainerInspect> InspectContainer(const common::Context& ctx,
+                                                                  const std::string& id) override;
   absl::StatusOr<std::string> CreateContainer(const common::Context& ctx, const std::string& name,
                                               const nlohmann::json& body) override;
   absl::Status StartContainer(const common::Context& ctx, const std::string& id) override;
