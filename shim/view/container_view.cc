@@ -114,29 +114,57 @@ void ContainerView::Refresh(const common::Context& ctx, const std::string& id) {
 }
 
 void ContainerView::Reread(const common::Context& ctx, const std::string& id) {
+  const uint64_t began = BeginRead();
   absl::StatusOr<dockerclient::ContainerInspect> c = docker_.InspectContainer(ctx, id);
   std::lock_guard lock(mu_);
   if (c.ok()) {
-    if (c->labels.contains(kContainerTypeLabel)) {
+    // What was read before its removal was applied (meanwhile) stays removed.
+    if (c->labels.contains(kContainerTypeLabel) && !removed_.contains(c->id)) {
       containers_[c->id] = SummaryOf(*c);
     } else {
       containers_.erase(c->id);
     }
-    return;
-  }
-  if (!absl::IsNotFound(c.status())) {
+  } else if (absl::IsNotFound(c.status())) {
+    Bury(id);
+  } else {
     // The entry stays as it was; the container's next event or the next reconcile corrects it.
     LOG_DEBUG << "container view: cannot read container " << id << ": " << c.status().message();
-    return;
   }
-  // Gone: `id` is what the caller named it by.
-  if (containers_.erase(id) > 0) return;
-  auto first = containers_.lower_bound(id);
-  if (first != containers_.end() && absl::StartsWith(first->first, id)) {
-    auto next = std::next(first);
-    if (next == containers_.end() || !absl::StartsWith(next->first, id)) containers_.erase(first);
-    return;
+  EndRead(began);
+}
+
+uint64_t ContainerView::BeginRead() {
+  std::lock_guard lock(mu_);
+  reads_.insert(removals_);
+  return removals_;
+}
+
+void ContainerView::EndRead(uint64_t began) {
+  reads_.erase(reads_.find(began));
+  // A removal no read under way began before cannot be undone by a read any more.
+  const uint64_t oldest = reads_.empty() ? removals_ : *reads_.begin();
+  std::erase_if(removed_, [&](const auto& entry) { return entry.second <= oldest; });
+}
+
+void ContainerView::Forget(const std::string& id) {
+  std::lock_guard lock(mu_);
+  Bury(id);
+}
+
+void ContainerView::Bury(const std::string& id) {
+  if (id.empty()) return;  // would be everyone's prefix
+  ++removals_;
+  const bool reading = !reads_.empty();
+  // Every ID it prefixes is gone too: Docker looks a prefix up among all IDs. `id`
+  // itself is remembered even when not held: a read under way may still bring it.
+  if (reading) removed_[id] = removals_;
+  auto first = containers_.lower_bound(id), last = first;
+  for (; last != containers_.end() && absl::StartsWith(last->first, id); ++last) {
+    if (reading) removed_[last->first] = removals_;
   }
+  containers_.erase(first, last);
+  // A name may have moved to another container (rename): what holds it is dropped
+  // (its rename event reads it again) but not remembered as removed.
   std::erase_if(containers_, [&](const auto& entry) {
     const auto& names = entry.second.names;
     return std::find(names.begin(), names.end(), "/" + id) != names.end();
@@ -144,11 +172,7 @@ void ContainerView::Reread(const common::Context& ctx, const std::string& id) {
 }
 
 void ContainerView::OnEvent(const dockerclient::DockerEvent& event) {
-  if (event.action == "destroy") {
-    std::lock_guard lock(mu_);
-    containers_.erase(event.id);
-    return;
-  }
+  if (event.action == "destroy") return Forget(event.id);
   // The actions that change what a list shows; exec_*, attach, resize, kill (a die
   // follows), health_status ... do not.
   static const std::set<std::string> kChanging = {"create", "start", "die", "pause", "unpause", "rename"};
@@ -162,20 +186,25 @@ absl::StatusOr<std::vector<dockerclient::DockerEvent>> ContainerView::Reconcile(
   dockerclient::ListContainersOptions options;
   options.all = true;
   options.label_keys = {kContainerTypeLabel};
+  const uint64_t began = BeginRead();
   absl::StatusOr<std::vector<dockerclient::ContainerSummary>> listed =
       docker_.ListContainers(common::Context::WithTimeout(kDockerTimeout), options);
-  if (!listed.ok()) {
-    std::lock_guard lock(mu_);
-    live_ = false;
-    return listed.status();
-  }
   // Stamped after the list: what it shows happened before.
   const int64_t now = absl::ToUnixNanos(absl::Now());
+  std::lock_guard lock(mu_);
+  if (!listed.ok()) {
+    live_ = false;
+    EndRead(began);
+    return listed.status();
+  }
   std::map<std::string, dockerclient::ContainerSummary> fresh;
-  for (dockerclient::ContainerSummary& c : *listed) fresh.emplace(c.id, std::move(c));
+  for (dockerclient::ContainerSummary& c : *listed) {
+    // Listed before its removal, which was applied meanwhile.
+    if (!removed_.contains(c.id)) fresh.emplace(c.id, std::move(c));
+  }
+  EndRead(began);
 
   std::vector<dockerclient::DockerEvent> missed;
-  std::lock_guard lock(mu_);
   if (primed_) {
     auto Find = [](const auto& map, const std::string& id) -> std::optional<dockerclient::ContainerSummary> {
       auto it = map.find(id);

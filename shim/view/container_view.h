@@ -5,11 +5,14 @@
 // re-reads its container by inspect), re-read at once after the shim's own lifecycle
 // calls (ViewClient), and checked against Docker's full list whenever the events
 // stream (re)opens and every minute. While the stream is down, or before the first
-// list, the view answers nothing and callers ask Docker.
+// list, the view answers nothing and callers ask Docker. A removed container never
+// comes back: removals are remembered while a read that began before them (and may
+// still show them) is under way.
 #include <cstdint>
 #include <map>
 #include <mutex>
 #include <optional>
+#include <set>
 #include <string>
 #include <vector>
 
@@ -33,6 +36,10 @@ class ContainerView final : public events::Follower {
   // inspects it and updates or drops its entry. Skipped while not live (the next
   // reconcile lists it anyway).
   void Refresh(const common::Context& ctx, const std::string& id);
+  // Docker removed container `id` (an ID or a prefix), or answered that it has
+  // none by that ID, prefix or name: its entry goes at once, whether or not the view
+  // is live, and no read that began before can put it back.
+  void Forget(const std::string& id);
 
   // events::Follower (the hub's thread).
   void OnEvent(const dockerclient::DockerEvent& event) override;
@@ -42,6 +49,12 @@ class ContainerView final : public events::Follower {
  private:
   // Inspects and stores `id`; `refresh_mu_` held.
   void Reread(const common::Context& ctx, const std::string& id);
+  // A read of Docker (inspect or list) begins (takes `mu_`): returns the removals
+  // counted so far. It ends, `mu_` held, once its answer was stored.
+  uint64_t BeginRead();
+  void EndRead(uint64_t began);
+  // Forget with `mu_` held.
+  void Bury(const std::string& id);
 
   dockerclient::DockerClient& docker_;
   // Serializes each read of Docker with its store: a later read never loses to an
@@ -51,6 +64,13 @@ class ContainerView final : public events::Follower {
   std::map<std::string, dockerclient::ContainerSummary> containers_;  // by ID; guarded by mu_
   bool live_ = false;    // guarded by mu_
   bool primed_ = false;  // a list was applied once; guarded by mu_
+  // Removals are numbered. An answer read from Docker may have been taken just before
+  // a removal that the view applied while it was on its way: what it shows of a
+  // removed ID is not stored. So each removed ID is kept, with its number, until every
+  // read that began before it has ended (Docker never reuses an ID). All guarded by mu_.
+  uint64_t removals_ = 0;
+  std::multiset<uint64_t> reads_;           // removals_ when each read under way began
+  std::map<std::string, uint64_t> removed_;  // ID -> its removal's number
 };
 
 // The summary Docker's list would give for an inspected container (the status text

@@ -10,6 +10,7 @@
 #include <stdlib.h>
 
 #include <filesystem>
+#include <functional>
 #include <memory>
 #include <set>
 #include <string>
@@ -127,6 +128,15 @@ class ContainerViewTest : public ::testing::Test {
     return out;
   }
   int DockerLists() const { return docker_.CallCount("ListContainers"); }
+  // A pod "a" with a container, in the live view, that docker rm -f removed; the view
+  // has not read their destroy events.
+  void RemoveBehindTheViewsBack(std::string& pod, std::string& c) {
+    ASSERT_TRUE(view_.Reconcile().ok());
+    pod = RunPod(*viewed_, "a");
+    c = CreateContainer(*viewed_, pod, "a", "app");
+    ASSERT_TRUE(docker_.RemoveContainer(ctx_, c, true).ok());
+    ASSERT_TRUE(docker_.RemoveContainer(ctx_, pod, true).ok());
+  }
 
   static dockerclient::DockerEvent Event(const std::string& id, const std::string& action) {
     dockerclient::DockerEvent e;
@@ -342,6 +352,107 @@ TEST_F(ContainerViewTest, AReconcileReportsWhatChangedUnseen) {
   auto again = view_.Reconcile();
   ASSERT_TRUE(again.ok());
   EXPECT_THAT(*again, IsEmpty());
+}
+
+// Orderings of a removal with a read of Docker under way (an inspect or the list),
+// which took its answer before the removal and stores it after: nothing removed may
+// come back, or a relist shows what ContainerStatus then finds gone.
+
+// Runs `action` once, when the next ListContainers, or InspectContainer of `asked`,
+// has taken its answer from the fake Docker and before it returns it.
+void WhileRead(testing_fakes::FakeDockerClient& docker, const std::string& op, const std::string& asked,
+               std::function<void()> action) {
+  docker.after_read = [op, asked, action, done = false](const std::string& read, const std::string& of) mutable {
+    if (done || read != op || of != asked) return;
+    done = true;
+    action();
+  };
+}
+
+TEST_F(ContainerViewTest, ADestroyWhileAReReadIsOnItsWayKeepsTheContainerRemoved) {
+  ASSERT_TRUE(view_.Reconcile().ok());
+  const std::string pod = RunPod(*viewed_, "a");
+  const std::string c = CreateContainer(*viewed_, pod, "a", "app");
+  // The shim re-reads `c` (after a stop, say); docker rm -f and its destroy event
+  // come while the inspect's answer, which still shows it, is on its way.
+  WhileRead(docker_, "InspectContainer", c, [&] {
+    ASSERT_TRUE(docker_.RemoveContainer(ctx_, c, true).ok());
+    view_.OnEvent(Event(c, "destroy"));
+  });
+  view_.Refresh(ctx_, c);
+  EXPECT_THAT(Containers(*viewed_), IsEmpty());
+}
+
+TEST_F(ContainerViewTest, ARemovalWhileTheReopenedStreamListsKeepsTheContainerRemoved) {
+  ASSERT_TRUE(view_.Reconcile().ok());
+  const std::string pod = RunPod(*viewed_, "a");
+  const std::string c = CreateContainer(*viewed_, pod, "a", "app");
+  view_.OnStreamDown();
+  // RemoveContainer returns while the list taken as the stream reopens, which still
+  // shows `c`, is on its way.
+  WhileRead(docker_, "ListContainers", "", [&] {
+    v1::RemoveContainerRequest remove;
+    remove.set_container_id(c);
+    ASSERT_TRUE(viewed_->RemoveContainer(ctx_, remove).ok());
+  });
+  ASSERT_TRUE(view_.Reconcile().ok());
+  EXPECT_TRUE(view_.Live());
+  EXPECT_THAT(Containers(*viewed_), IsEmpty());
+  EXPECT_THAT(Pods(*viewed_), ElementsAre("a SANDBOX_READY"));
+}
+
+TEST_F(ContainerViewTest, AStatusCallWhileTheViewListsKeepsWhatItFoundGoneRemoved) {
+  ASSERT_TRUE(view_.Reconcile().ok());
+  const std::string pod = RunPod(*viewed_, "a");
+  const std::string c = CreateContainer(*viewed_, pod, "a", "app");
+  // The minute's list is on its way when docker rm -f removes `c`, and a
+  // ContainerStatus finds it gone before its destroy event is read.
+  WhileRead(docker_, "ListContainers", "", [&] {
+    ASSERT_TRUE(docker_.RemoveContainer(ctx_, c, true).ok());
+    v1::ContainerStatusRequest status;
+    status.set_container_id(c);
+    EXPECT_TRUE(absl::IsNotFound(viewed_->ContainerStatus(ctx_, status).status()));
+  });
+  ASSERT_TRUE(view_.Reconcile().ok());
+  EXPECT_THAT(Containers(*viewed_), IsEmpty());
+}
+
+TEST_F(ContainerViewTest, WhatAStatusCallFindsGoneLeavesTheLists) {
+  std::string pod, c;
+  ASSERT_NO_FATAL_FAILURE(RemoveBehindTheViewsBack(pod, c));
+  v1::ContainerStatusRequest status;
+  status.set_container_id(c);
+  EXPECT_TRUE(absl::IsNotFound(viewed_->ContainerStatus(ctx_, status).status()));
+  EXPECT_THAT(Containers(*viewed_), IsEmpty());
+  v1::PodSandboxStatusRequest pod_status;
+  pod_status.set_pod_sandbox_id(pod);
+  EXPECT_TRUE(absl::IsNotFound(viewed_->PodSandboxStatus(ctx_, pod_status).status()));
+  // Only its checkpoint is left, until RemovePodSandbox.
+  EXPECT_THAT(Pods(*viewed_), ElementsAre("a SANDBOX_NOTREADY"));
+}
+
+TEST_F(ContainerViewTest, ARemovalOfWhatDockerAlreadyRemovedLeavesTheLists) {
+  std::string pod, c;
+  ASSERT_NO_FATAL_FAILURE(RemoveBehindTheViewsBack(pod, c));
+  // The kubelet removes them too: its inspect finds them gone, nothing to remove.
+  v1::RemoveContainerRequest remove;
+  remove.set_container_id(c);
+  ASSERT_TRUE(viewed_->RemoveContainer(ctx_, remove).ok());
+  EXPECT_THAT(Containers(*viewed_), IsEmpty());
+  v1::RemovePodSandboxRequest remove_pod;
+  remove_pod.set_pod_sandbox_id(pod);
+  ASSERT_TRUE(viewed_->RemovePodSandbox(ctx_, remove_pod).ok());
+  EXPECT_THAT(Pods(*viewed_), IsEmpty());
+}
+
+TEST_F(ContainerViewTest, ARemovalWhoseReReadFailsStillLeavesTheLists) {
+  ASSERT_TRUE(view_.Reconcile().ok());
+  const std::string pod = RunPod(*viewed_, "a");
+  const std::string c = CreateContainer(*viewed_, pod, "a", "app");
+  docker_.FailOperation("InspectContainer", absl::DeadlineExceededError("the caller's deadline passed"));
+  ASSERT_TRUE(client_.RemoveContainer(ctx_, c, true).ok());
+  docker_.ClearFailures();
+  EXPECT_THAT(Containers(*viewed_), IsEmpty());
 }
 
 TEST(EventsBetweenTest, StepsThroughTheLifecycle) {

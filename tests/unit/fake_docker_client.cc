@@ -316,6 +316,13 @@ absl::Status FakeDockerClient::RemoveImage(const common::Context&, const std::st
 
 absl::StatusOr<std::vector<dockerclient::ContainerSummary>> FakeDockerClient::ListContainers(
     const common::Context&, const dockerclient::ListContainersOptions& options) {
+  absl::StatusOr<std::vector<dockerclient::ContainerSummary>> listed = ListNow(options);
+  if (after_read) after_read("ListContainers", "");
+  return listed;
+}
+
+absl::StatusOr<std::vector<dockerclient::ContainerSummary>> FakeDockerClient::ListNow(
+    const dockerclient::ListContainersOptions& options) {
   std::lock_guard lock(mu_);
   if (auto s = Record("ListContainers"); !s.ok()) return s;
   std::vector<dockerclient::ContainerSummary> out;
@@ -356,6 +363,12 @@ void FakeDockerClient::EditContainer(const std::string& id,
 
 absl::StatusOr<dockerclient::ContainerInspect> FakeDockerClient::InspectContainer(const common::Context&,
                                                                                   const std::string& id) {
+  absl::StatusOr<dockerclient::ContainerInspect> inspected = InspectNow(id);
+  if (after_read) after_read("InspectContainer", id);
+  return inspected;
+}
+
+absl::StatusOr<dockerclient::ContainerInspect> FakeDockerClient::InspectNow(const std::string& id) {
   std::lock_guard lock(mu_);
   if (auto s = Record("InspectContainer"); !s.ok()) return s;
   std::string found = FindContainerId(id);

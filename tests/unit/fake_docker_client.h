@@ -73,6 +73,11 @@ class FakeDockerClient : public dockerclient::DockerClient {
   std::vector<StopCall> Stops() const;
   // Changes what Docker knows of a container (its pid, upper dir...); it must exist.
   void EditContainer(const std::string& id, const std::function<void(dockerclient::ContainerInspect&)>& edit);
+  // Runs when InspectContainer (`op`, with the `id` asked) or ListContainers (`id`
+  // empty) has taken its answer, before returning it, without the fake's lock: what it
+  // does to Docker happens while the answer is on its way to the caller.
+  std::function<void(const std::string& op, const std::string& id)> after_read;
+
   std::vector<std::string> Calls() const;
   int CallCount(const std::string& op) const;
   std::string LastRegistryAuth() const;
@@ -137,6 +142,10 @@ class FakeDockerClient : public dockerclient::DockerClient {
 
  private:
   absl::Status Record(const std::string& op);  // call with mu_ held
+  // The answers, before after_read.
+  absl::StatusOr<std::vector<dockerclient::ContainerSummary>> ListNow(
+      const dockerclient::ListContainersOptions& options);
+  absl::StatusOr<dockerclient::ContainerInspect> InspectNow(const std::string& id);
   // A socketpair: the shim's end is returned, the peer goes to the OnStream callback.
   absl::StatusOr<dockerclient::HijackedConnection> HandOver(StreamPeer peer);
   std::string FindImageId(const std::string& ref) const;
