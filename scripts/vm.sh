@@ -36,7 +36,7 @@ PACKAGES=(
   systemd systemd-sysv udev dbus kmod linux-image-amd64 initramfs-tools
   docker.io containerd runc iptables iproute2 containernetworking-plugins
   curl ca-certificates procps util-linux tar busybox-static
-  docker-registry apache2-utils gcc libc6-dev
+  docker-registry apache2-utils gcc libc6-dev cmake
   libgrpc++1.51 libprotobuf32 libssl3 zlib1g
 )
 
@@ -125,18 +125,23 @@ customize() { # rootdir
   ln -sf /dev/null "$r/etc/systemd/system/getty@tty1.service"
   ln -sf /dev/null "$r/etc/systemd/system/systemd-networkd-wait-online.service"
   : >"$r/etc/machine-id"
-  # A small initramfs: only what this VM's disk and root file system take (less to
-  # unpack under emulation).
+}
+
+# mmdebstrap hook before the kernel is installed: a small initramfs, with only what this
+# VM's disk and root file system take (less to unpack under emulation), made once by the
+# kernel's own postinst instead of a second update-initramfs.
+customize_early() { # rootdir
+  local r=$1
+  mkdir -p "$r/etc/initramfs-tools/conf.d" "$r/usr/share/initramfs-tools/modules.d"
   printf 'MODULES=list\n' >"$r/etc/initramfs-tools/conf.d/vm"
-  printf '%s\n' virtio_pci virtio_blk ext4 >>"$r/etc/initramfs-tools/modules"
-  chroot "$r" update-initramfs -u -k all >/dev/null
+  printf '%s\n' virtio_pci virtio_blk ext4 >"$r/usr/share/initramfs-tools/modules.d/vm"
 }
 
 # ---- the image --------------------------------------------------------------------------------
 # Its inputs: the suite, the packages and what customize() puts in (so that an edit of
 # the rest of this script does not rebuild it).
 image_key() {
-  { echo "$SUITE $MIRROR ${PACKAGES[*]}"; declare -f customize guest_runner guest_unit guest_daemon_json; } |
+  { echo "$SUITE $MIRROR ${PACKAGES[*]}"; declare -f customize customize_early guest_runner guest_unit guest_daemon_json; } |
     sha256sum | cut -c1-16
 }
 
@@ -161,6 +166,7 @@ build() {
   local pkgs
   pkgs=$(IFS=,; echo "${PACKAGES[*]}")
   if ! mmdebstrap --variant=minbase --include="$pkgs" \
+      --essential-hook="'$ROOT/scripts/vm.sh' customize-early \"\$1\"" \
       --customize-hook="'$ROOT/scripts/vm.sh' customize \"\$1\"" \
       --customize-hook="cp \"\$1\"/boot/vmlinuz-* '$tmp/vmlinuz'; cp \"\$1\"/boot/initrd.img-* '$tmp/initrd.img'" \
       "$SUITE" "$tmp/rootfs" "$MIRROR" >"$tmp/mmdebstrap.log" 2>&1; then
@@ -173,6 +179,8 @@ build() {
   rm -rf "$dir"
   mv "$tmp" "$dir"
   trap - EXIT
+  # Images of earlier inputs are 12G sparse files each: keep only this one.
+  find "$VM_DIR" -maxdepth 1 -name 'image-*' ! -name "image-$key" -exec rm -rf {} +
   log "image ready in $((SECONDS - start)) s: $dir"
   echo "$dir"
 }
@@ -304,7 +312,8 @@ cmd=${1:-}
 shift || true
 case $cmd in
   build) build >/dev/null ;;
-  customize) customize "${1:?rootdir}" ;; # mmdebstrap's hook
+  customize) customize "${1:?rootdir}" ;; # mmdebstrap's hooks
+  customize-early) customize_early "${1:?rootdir}" ;;
   run) run "$@" ;;
   *) die "usage: $0 build | run [--mount HOSTDIR:GUESTDIR]... -- COMMAND..." ;;
 esac
