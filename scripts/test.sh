@@ -3,6 +3,8 @@
 # builds with CMake/Ninja in ./build (warnings are errors), then runs the unit tests, the
 # integration tests (real dockerd, registries on 127.0.0.1, CNI plugins) with ctest once
 # per Docker Engine (20.10, 26.1, 28.5; DOCKERSHIM_TEST_ENGINES="20" tests only 20.10),
+# the cgroup and systemd tests again on a cgroup v2 node with systemd in a QEMU VM against
+# Docker 20.10 and 28.5 (scripts/vm.sh; DOCKERSHIM_VM_ENGINES="" leaves the VM out),
 # the unit tests again under ASan and UBSan (scripts/sanitize.sh), and a bounded
 # libFuzzer run of every parser (scripts/fuzz.sh).
 # Exits non-zero on any failure. BENCH=1 also runs the benchmarks briefly.
@@ -13,11 +15,24 @@ cd "$(dirname "${BASH_SOURCE[0]}")/.."
 
 [[ $EUID -eq 0 ]] || { echo "test.sh: run as root (sudo $0)" >&2; exit 1; }
 BUILD=build
+# What runs in the VM (a ctest -R regex): the tests that touch cgroups, systemd and the
+# node's daemons. The whole integration suite runs there as well (DOCKERSHIM_VM_TESTS=""),
+# but emulated without KVM it takes 7-20x the host's time; the rest of it does not depend
+# on the cgroup version and runs on the host against three engines.
+VM_TESTS='^(StatsIntegration|ResourcesIntegration|RuntimeCgroups[A-Za-z]*|SystemdTest|SystemdNodeTest|ContainerIntegration)\.'
 
 step() { echo; echo "==> $*"; }
 
 step "dependencies (scripts/install-deps.sh)"
 scripts/install-deps.sh
+
+# The cgroup v2 node's image (scripts/vm.sh) builds beside the rest: mostly downloads.
+VM_ENGINES=${DOCKERSHIM_VM_ENGINES-20 28}
+if [[ -n $VM_ENGINES ]]; then
+  mkdir -p /var/tmp/dockershim-test
+  scripts/vm.sh build >/var/tmp/dockershim-test/vm-build.log 2>&1 &
+  vm_build=$!
+fi
 
 step "test environment (scripts/test-env.sh)"
 scripts/test-env.sh
@@ -54,6 +69,24 @@ for engine in $DOCKERSHIM_TEST_ENGINES; do
   step "integration tests on Docker $(DOCKER_HOST=$DOCKERSHIM_TEST_DOCKER docker version -f '{{.Server.Version}} (API {{.Server.APIVersion}})') at $DOCKERSHIM_TEST_DOCKER"
   run "integration-docker-$engine" ctest --test-dir "$BUILD" --output-on-failure -L integration --timeout 600
 done
+if [[ -n $VM_ENGINES ]]; then
+  step "integration tests on a cgroup v2 node with systemd (scripts/vm.sh), Docker $VM_ENGINES"
+  if ! wait "$vm_build"; then
+    cat /var/tmp/dockershim-test/vm-build.log
+    failed+=(vm-cgroupv2)
+  else
+    # The newer engines run from the host's unpacked copies, shared into the guest.
+    mounts=()
+    for engine in $VM_ENGINES; do
+      [[ $engine == 20 ]] && continue
+      scripts/docker-engines.sh fetch "$engine"
+      root=$(scripts/docker-engines.sh root "$engine")
+      mounts+=(--mount "$root:$root")
+    done
+    export DOCKERSHIM_VM_TESTS=${DOCKERSHIM_VM_TESTS-$VM_TESTS}
+    run vm-cgroupv2 scripts/vm.sh run "${mounts[@]}" -- scripts/vm-integration.sh $VM_ENGINES
+  fi
+fi
 step "fuzzing (scripts/fuzz.sh, bounded)"
 run fuzz scripts/fuzz.sh
 
