@@ -1,11 +1,14 @@
 #!/bin/bash
-# The integration tests on a cgroup v2 node with systemd: runs INSIDE the VM of
-# scripts/vm.sh, as scripts/test.sh does:
-#   scripts/vm.sh run --mount E:E -- scripts/vm-integration.sh [ENGINES]
-# (E: the host's unpacked engines, /var/tmp/dockershim-test/engines/<n>/root, so that the
-# guest needs no archive). ENGINES: "20 28" by default: the guest's own Docker 20.10
-# (docker.service) and 28.5 beside it, both on the systemd cgroup driver. The test
-# binaries are the host's build (./build, or $BUILD), run from the shared work tree.
+# The integration tests on a cgroup v2 node with systemd (scripts/vm.sh), as
+# scripts/test.sh runs them:
+#   scripts/vm-integration.sh [ENGINES]          on the host, as root
+# ENGINES: "20 28" by default: the guest's own Docker 20.10 (docker.service) and 28.5
+# beside it, both on the systemd cgroup driver. On the host it prepares what the guest can
+# reuse instead of redoing it under emulation — the newer engines unpacked
+# (scripts/docker-engines.sh fetch), the test images saved from the host's engine, the
+# registries' storage that already holds them (so run scripts/test-env.sh first) — boots
+# the VM with those shared at the same paths, and runs itself there with --guest.
+# The test binaries are the host's build (./build, or $BUILD), run from the shared work tree.
 # DOCKERSHIM_VM_TESTS: a ctest -R regex of the tests to run (all integration tests when
 # empty); scripts/test.sh picks the ones that touch cgroups, systemd and the node.
 # A guest that is not what it must be (cgroup v1, no systemd, Docker on cgroupfs) fails
@@ -14,9 +17,29 @@ set -euo pipefail
 export PATH="$PATH:/usr/local/sbin:/usr/sbin:/sbin"
 cd "$(dirname "${BASH_SOURCE[0]}")/.."
 BUILD=${BUILD:-build}
+W=/var/tmp/dockershim-test
+guest=0
+if [[ ${1:-} == --guest ]]; then guest=1; shift; fi
 ENGINES=${*:-20 28}
 
 die() { echo "vm-integration: error: $*" >&2; exit 1; }
+
+if ((!guest)); then
+  [[ -f $W/env.sh && -d $W/images ]] || die "no test environment on the host (run scripts/test-env.sh first)"
+  mounts=()
+  for engine in $ENGINES; do
+    [[ $engine == 20 ]] && continue
+    scripts/docker-engines.sh fetch "$engine"
+    root=$(scripts/docker-engines.sh root "$engine")
+    mounts+=(--mount "$root:$root")
+  done
+  mkdir -p "$W/vm-share"
+  mapfile -t images < <(DOCKER_HOST=unix:///var/run/docker.sock docker images --format '{{.Repository}}:{{.Tag}}' 'dockershim-test/*')
+  ((${#images[@]})) || die "the host's Docker has no dockershim-test/* images (run scripts/test-env.sh first)"
+  DOCKER_HOST=unix:///var/run/docker.sock docker save -o "$W/vm-share/images.tar" "${images[@]}"
+  for dir in vm-share images registry-5000 registry-5001; do mounts+=(--mount "$W/$dir:$W/$dir"); done
+  exec scripts/vm.sh run "${mounts[@]}" -- scripts/vm-integration.sh --guest $ENGINES
+fi
 
 [[ $(stat -fc %T /sys/fs/cgroup) == cgroup2fs ]] || die "/sys/fs/cgroup is not cgroup v2 (run it in scripts/vm.sh)"
 [[ $(cat /proc/1/comm) == systemd ]] || die "PID 1 is $(cat /proc/1/comm), not systemd"
@@ -25,6 +48,9 @@ echo "vm-integration: kernel $(uname -r), cgroup controllers: $(cat /sys/fs/cgro
 
 # The guest's engines on the systemd driver (the newer ones get it from docker-engines.sh).
 export DOCKERSHIM_ENGINES_CGROUP_DRIVER=systemd
+# The host's test images, which the shared registries' storage already holds: test-env
+# finds them up to date instead of building and pushing them under emulation.
+if [[ -f $W/vm-share/images.tar ]]; then docker load -q -i "$W/vm-share/images.tar" >/dev/null; fi
 DOCKERSHIM_TEST_ENGINES=$ENGINES scripts/test-env.sh
 # Tests that need cgroup v2 fail here instead of skipping.
 export DOCKERSHIM_TEST_CGROUP=v2

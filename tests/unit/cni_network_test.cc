@@ -468,7 +468,8 @@ TEST_F(ProcessExecutorTest, DeadlineKillsThePluginAndItsChildren) {
   Plugin("hanging", "sleep 60 &\necho $! > " + pidfile + "\nwait\n");
   ProcessPluginExecutor exec({Bin()});
   const absl::Time start = absl::Now();
-  auto result = exec.Exec(common::Context::WithTimeout(absl::Milliseconds(300)), "hanging", req_, "{}");
+  // Long enough for the shell to start its child and write the pid file on a loaded machine.
+  auto result = exec.Exec(common::Context::WithTimeout(absl::Seconds(2)), "hanging", req_, "{}");
   EXPECT_EQ(result.status().code(), absl::StatusCode::kDeadlineExceeded);
   EXPECT_EQ(result.status().message(), "CNI plugin hanging (ADD) did not finish before the deadline and was killed");
   EXPECT_LT(absl::Now() - start, absl::Seconds(5));
