@@ -5,9 +5,17 @@
 # and purges it. Works as root on Debian 12 without systemd running (a CI container):
 # the maintainer scripts then enable units without starting them.
 # Uses ccache when installed. Leaves no package installed and nothing in the tree.
+#   --vm   first, install the built package on a systemd node: scripts/vm.sh's VM runs
+#          scripts/vm-package-test.sh (needs build/tests/integration/integration_tests)
 set -euo pipefail
 export PATH="$PATH:/usr/local/sbin:/usr/sbin:/sbin" DEBIAN_FRONTEND=noninteractive
 cd "$(dirname "${BASH_SOURCE[0]}")/.."
+vm=0
+case ${1:-} in
+  --vm) vm=1 ;;
+  "") ;;
+  *) echo "usage: $0 [--vm]" >&2; exit 2 ;;
+esac
 [[ $EUID -eq 0 ]] || { echo "package-test.sh: run as root" >&2; exit 1; }
 if dpkg-query -W -f='${Status}' dockershim 2>/dev/null | grep -q installed; then
   echo "package-test.sh: a dockershim package is installed already; not touching it" >&2
@@ -16,6 +24,9 @@ fi
 for p in debhelper dpkg-dev; do
   dpkg -s "$p" >/dev/null 2>&1 || { echo "package-test.sh: $p is missing (scripts/install-deps.sh)" >&2; exit 1; }
 done
+
+((!vm)) || [[ -x build/tests/integration/integration_tests ]] ||
+  { echo "package-test.sh: --vm runs build/tests/integration/integration_tests in the VM: build it first" >&2; exit 1; }
 
 start=$(date +%s)
 step() { echo "==> [$(($(date +%s) - start))s] $*"; }
@@ -71,6 +82,11 @@ done
 dpkg-deb -f "$deb" Depends | grep -q libc6 || fail "no shared-library dependencies"
 dpkg-deb -e "$deb" "$work/control"
 grep -qx /etc/dockershim/config.toml "$work/control/conffiles" || fail "config.toml is not a conffile"
+
+if ((vm)); then
+  step "on a systemd node (scripts/vm.sh): scripts/vm-package-test.sh"
+  scripts/vm.sh run --mount "$work:$work" -- scripts/vm-package-test.sh "$deb" || fail "the package on the systemd node"
+fi
 
 step "install $version"
 installed=1
