@@ -262,7 +262,6 @@ class CriService {
   const std::optional<HostCapabilities> host_capabilities_;  // unset when /proc did not say
   std::atomic<bool> capability_clamp_logged_{false};
   std::unique_ptr<StatsSampler> stats_;
-  std::optional<stats::CgroupLayout> cgroup_layout_;  // unset when the host's cgroup mounts are not found
   std::unique_ptr<imagevolumes::ImageVolumes> image_volumes_;  // image mounts on engines before API 1.48
 
   mutable std::mutex mu_;
@@ -280,6 +279,7 @@ class CriService {
   std::mutex fs_usage_mu_;
   FsUsage fs_usage_;  // guarded by fs_usage_mu_
   std::map<std::string, ImageFacts> image_facts_;  // by image ID; guarded by mu_
+  std::optional<stats::CgroupLayout> cgroup_layout_;  // unset when the host's cgroup mounts are not found
 };
 
 }  // namespace shim
