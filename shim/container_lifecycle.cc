@@ -64,9 +64,10 @@ absl::Status CreateMissingMountSources(const v1::ContainerConfig& config) {
   return absl::OkStatus();
 }
 
-// What a Docker update sets back to systemd's defaults with the systemd driver (systemd
-// applies the scope's properties again; seen with Docker 20.10 and 28.5, runc 1.1.5,
-// systemd 252), though Docker has no field of them.
+// What a Docker update sets back to systemd's defaults with the systemd driver, though
+// Docker has no field of them: runc sets the scope's properties, and systemd applies all
+// its memory settings again (seen for memory.high, memory.min and memory.oom.group with
+// Docker 20.10, runc 1.1.5, systemd 252; memory.low and memory.swap.max are its too).
 constexpr std::array<const char*, 5> kSetBackByDockerUpdate = {"memory.high", "memory.low", "memory.min",
                                                                 "memory.oom.group", "memory.swap.max"};
 

@@ -2,8 +2,8 @@
 // CreateContainer, StartContainer and UpdateContainerResources, on the fake Docker client
 // and a fake cgroup v2 tree with the systemd driver (the real files: tests/integration/
 // resources_test.cc in scripts/vm.sh's VM). The fake Docker plays systemd on update:
-// it sets memory.high, memory.min and memory.oom.group back, as Docker 20.10 and 28.5
-// with runc 1.1.5 and systemd 252 do.
+// it sets memory.high, memory.min and memory.oom.group back, as Docker 20.10 with runc
+// 1.1.5 and systemd 252 does.
 #include <gmock/gmock.h>
 #include <gtest/gtest.h>
 
