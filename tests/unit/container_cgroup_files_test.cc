@@ -205,5 +205,20 @@ TEST_F(ContainerCgroupFiles, UpdateOfAContainerThatDoesNotRunChangesNothing) {
   EXPECT_THAT(docker_.Calls(), Not(Contains("UpdateContainer")));
 }
 
+TEST_F(ContainerCgroupFiles, UpdatePodSandboxResourcesChecksUnifiedKeysAndWritesNoCgroup) {
+  v1::UpdatePodSandboxResourcesRequest req;
+  req.set_pod_sandbox_id(pod_id_);
+  (*req.mutable_resources()->mutable_unified())["memory/../cpu.max"] = "1";
+  auto bad = service_->UpdatePodSandboxResources(ctx_, req);
+  EXPECT_EQ(bad.status().code(), absl::StatusCode::kInvalidArgument);
+  EXPECT_THAT(std::string(bad.status().message()),
+              HasSubstr("UpdatePodSandboxResources: resources: linux.resources.unified[\"memory/../cpu.max\"]"));
+
+  req.mutable_resources()->clear_unified();
+  (*req.mutable_resources()->mutable_unified())["memory.high"] = "1048576";
+  ASSERT_TRUE(service_->UpdatePodSandboxResources(ctx_, req).ok());
+  EXPECT_EQ(Read(tree_.Path("sys/fs/cgroup" + pod_path_), "memory.high"), "max");  // the kubelet's to write
+}
+
 }  // namespace
 }  // namespace shim
