@@ -50,6 +50,7 @@ using runtime::v1::LinuxContainerSecurityContext;
 using runtime::v1::PodSandboxConfig;
 
 constexpr char kSwapMaxKey[] = "memory.swap.max";
+constexpr char kPidsMaxKey[] = "pids.max";
 
 absl::Status Invalid(absl::string_view msg) { return absl::InvalidArgumentError(msg); }
 
@@ -378,6 +379,21 @@ absl::StatusOr<std::optional<int64_t>> MemorySwap(const LinuxContainerResources&
   return std::optional<int64_t>(memory + swap);
 }
 
+// Docker's PidsLimit from unified pids.max (the kubelet sets the pod's pids.max itself;
+// a container's comes only from here). nullopt: leave Docker's default.
+absl::StatusOr<std::optional<int64_t>> PidsLimit(const LinuxContainerResources& r) {
+  auto it = r.unified().find(kPidsMaxKey);
+  if (it == r.unified().end()) return std::optional<int64_t>();
+  if (it->second == "max") return std::optional<int64_t>(-1);  // Docker's "unlimited" at create and update
+  int64_t limit = 0;
+  if (it->second.empty() || it->second.find_first_not_of("0123456789") != std::string::npos ||
+      !absl::SimpleAtoi(it->second, &limit) || limit == 0) {
+    return Invalid(absl::StrCat("linux.resources.unified[\"", kPidsMaxKey, "\"]: ", Quote(it->second),
+                                " is not a positive process count or \"max\" (Docker Engine takes 0 for unlimited)"));
+  }
+  return std::optional<int64_t>(limit);
+}
+
 }  // namespace
 
 absl::StatusOr<nlohmann::json> MakeResourceLimits(const LinuxContainerResources& r) {
@@ -398,11 +414,46 @@ absl::StatusOr<nlohmann::json> MakeResourceLimits(const LinuxContainerResources&
   if (r.memory_limit_in_bytes() > 0) host["Memory"] = r.memory_limit_in_bytes();
   ASSIGN_OR_RETURN(std::optional<int64_t> swap, MemorySwap(r));
   if (swap.has_value()) host["MemorySwap"] = *swap;
-  // Hugepage limits: Docker has no per-container field, and the kubelet already
-  // sets them on the pod's cgroup, which holds the container. Other unified keys
-  // (MemoryQoS's memory.min/high...) have no Docker field either; the kubelet
-  // sends them unasked, so refusing them would fail pods that work elsewhere.
+  ASSIGN_OR_RETURN(std::optional<int64_t> pids, PidsLimit(r));
+  if (pids.has_value()) host["PidsLimit"] = *pids;
+  // Hugepage limits and the other unified keys have no Docker field: the shim writes
+  // them into the container's cgroup itself (ShimCgroupFiles).
   return host;
+}
+
+absl::StatusOr<CgroupFileValues> ShimCgroupFiles(const LinuxContainerResources& r) {
+  CgroupFileValues files;
+  for (int i = 0; i < r.hugepage_limits_size(); ++i) {
+    const std::string& size = r.hugepage_limits(i).page_size();
+    // The kernel's names: "64KB", "2MB", "1GB" (hugetlb_cgroup.c, as the kubelet spells them).
+    const size_t unit = size.find_first_not_of("0123456789");
+    if (unit == 0 || unit == std::string::npos || (size.substr(unit) != "KB" && size.substr(unit) != "MB" &&
+                                                   size.substr(unit) != "GB")) {
+      return Invalid(absl::StrCat("linux.resources.hugepage_limits[", i, "].page_size: ", Quote(size),
+                                  " is not a page size (e.g. 2MB, 1GB)"));
+    }
+    files[absl::StrCat("hugetlb.", size, ".max")] = absl::StrCat(r.hugepage_limits(i).limit());
+  }
+  // Unified keys last: they win over the fields, as in runc.
+  for (const auto& [key, value] : r.unified()) {
+    RETURN_IF_ERROR(CheckCgroupFileName(key, absl::StrCat("linux.resources.unified[", Quote(key), "]")));
+    if (key == kPidsMaxKey || (key == kSwapMaxKey && r.memory_limit_in_bytes() != 0)) continue;  // Docker's fields
+    files[key] = value;
+  }
+  return files;
+}
+
+std::string CgroupFilesLabel(const CgroupFileValues& files) { return nlohmann::json(files).dump(); }
+
+CgroupFileValues CgroupFilesOfLabels(const std::map<std::string, std::string>& labels) {
+  const std::string text = LabelValue(labels, kCgroupFilesLabel);
+  if (text.empty()) return {};
+  const nlohmann::json parsed = nlohmann::json::parse(text, nullptr, /*allow_exceptions=*/false);
+  CgroupFileValues files;
+  if (!parsed.is_object()) return files;
+  for (const auto& [name, value] : parsed.items())
+    if (value.is_string()) files[name] = value.get<std::string>();
+  return files;
 }
 
 namespace {
@@ -555,6 +606,8 @@ absl::StatusOr<nlohmann::json> MakeContainerCreateBody(const ContainerConfig& co
     }
   }
   if (!unpacked_images.empty()) internal[kImageVolumesLabel] = absl::StrJoin(unpacked_images, ",");
+  ASSIGN_OR_RETURN(CgroupFileValues cgroup_files, ShimCgroupFiles(config.linux().resources()));
+  if (!cgroup_files.empty()) internal[kCgroupFilesLabel] = CgroupFilesLabel(cgroup_files);
   body["Labels"] = MakeLabels(config.labels(), config.annotations(), internal);
 
   // An Entrypoint without Cmd makes Docker drop the image's CMD too, as

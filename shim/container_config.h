@@ -11,6 +11,7 @@
 #include "absl/status/statusor.h"
 #include "api/cri.h"
 #include "shim/capabilities.h"
+#include "shim/cgroup_files.h"
 #include "shim/engine_features.h"
 
 namespace shim {
@@ -59,5 +60,21 @@ absl::StatusOr<nlohmann::json> MakeContainerCreateBody(const runtime::v1::Contai
 // left out. Shared by create and UpdateContainerResources (Docker cannot change
 // oom_score_adj of a container). INVALID_ARGUMENT naming the field for bad values.
 absl::StatusOr<nlohmann::json> MakeResourceLimits(const runtime::v1::LinuxContainerResources& resources);
+
+// The cgroup v2 files linux.resources asks for that no Docker field carries, which the
+// shim writes into the container's cgroup itself (cgroup_files.h): hugetlb.<size>.max of
+// each hugepage limit, then every unified key (they win, as in runc) but pids.max
+// (Docker's PidsLimit) and memory.swap.max beside a memory limit (Docker's MemorySwap).
+// Without a memory limit memory.swap.max is written too: Docker cannot express it.
+// INVALID_ARGUMENT naming the field for a key that is no controller's file name
+// (CheckCgroupFileName) or a malformed page size.
+absl::StatusOr<CgroupFileValues> ShimCgroupFiles(const runtime::v1::LinuxContainerResources& resources);
+
+// What a container was created with of those files, kept in its kCgroupFilesLabel
+// (naming.h) until StartContainer writes them: JSON {"<file>": "<value>"}.
+std::string CgroupFilesLabel(const CgroupFileValues& files);
+// The files a container's labels carry; none when it has no such label (created before
+// the label existed) or the label is not such JSON.
+CgroupFileValues CgroupFilesOfLabels(const std::map<std::string, std::string>& labels);
 
 }  // namespace shim

@@ -2,14 +2,20 @@
 // their pod's infra container namespaces; their CRI log file is made at create and
 // filled by the log copier from start on (container_logs.cc).
 #include <algorithm>
+#include <array>
 #include <filesystem>
+#include <map>
+#include <optional>
 #include <set>
+#include <vector>
 #include <system_error>
 
 #include "absl/cleanup/cleanup.h"
+#include "absl/strings/match.h"
 #include "absl/strings/str_cat.h"
 #include "common/log.h"
 #include "common/status.h"
+#include "shim/cgroup_files.h"
 #include "shim/container_config.h"
 #include "shim/imagevolumes/image_volumes.h"
 #include "shim/logs/log_copier.h"
@@ -58,7 +64,59 @@ absl::Status CreateMissingMountSources(const v1::ContainerConfig& config) {
   return absl::OkStatus();
 }
 
+// What a Docker update sets back to systemd's defaults with the systemd driver, though
+// Docker has no field of them: runc sets the scope's properties, and systemd applies all
+// its memory settings again (seen for memory.high, memory.min and memory.oom.group with
+// Docker 20.10, runc 1.1.5, systemd 252; memory.low and memory.swap.max are its too).
+constexpr std::array<const char*, 5> kSetBackByDockerUpdate = {"memory.high", "memory.low", "memory.min",
+                                                                "memory.oom.group", "memory.swap.max"};
+
+// The cgroup v2 files that a Docker update with `limits` (MakeResourceLimits) sets itself.
+std::set<std::string> FilesDockerSets(const nlohmann::json& limits) {
+  static const std::map<std::string, std::string> kFileOfField = {
+      {"Memory", "memory.max"},    {"MemorySwap", "memory.swap.max"}, {"PidsLimit", "pids.max"},
+      {"CpuShares", "cpu.weight"}, {"CpuQuota", "cpu.max"},           {"CpuPeriod", "cpu.max"},
+      {"CpusetCpus", "cpuset.cpus"}, {"CpusetMems", "cpuset.mems"}};
+  std::set<std::string> files;
+  for (const auto& [field, file] : kFileOfField)
+    if (limits.contains(field)) files.insert(file);
+  return files;
+}
+
 }  // namespace
+
+absl::StatusOr<std::string> CriService::CgroupV2DirOf(const dockerclient::ContainerInspect& c) const {
+  if (c.state.running && c.state.pid > 0) {
+    absl::StatusOr<stats::CgroupDirs> dirs = cgroup_layout_->DirsOfProcess(c.state.pid);
+    // Both driver's names carry the ID ("<id>", "docker-<id>.scope"); another name means
+    // the pid is no longer the container's.
+    if (dirs.ok() && absl::StrContains(dirs->memory, c.id)) return dirs->memory;
+  }
+  return absl::FailedPreconditionError(absl::StrCat("container ", c.id, " does not run, so it has no cgroup"));
+}
+
+absl::Status CriService::WriteCreatedCgroupFiles(const common::Context& ctx,
+                                                 const dockerclient::ContainerInspect& created) {
+  const CgroupFileValues files = CgroupFilesOfLabels(created.labels);
+  if (files.empty() || !CgroupV2()) return absl::OkStatus();
+  ASSIGN_OR_RETURN(dockerclient::ContainerInspect started, docker_.InspectContainer(ctx, created.id));
+  absl::StatusOr<std::string> dir = CgroupV2DirOf(started);
+  absl::Status written = dir.ok() ? WriteCgroupFiles(*dir, files) : dir.status();
+  if (written.ok()) return absl::OkStatus();
+  // One that ended already is reported as it ended; it had no time to need them.
+  absl::StatusOr<dockerclient::ContainerInspect> now = docker_.InspectContainer(ctx, created.id);
+  if (absl::IsFailedPrecondition(written) && now.ok() && !now->state.running) {
+    LOG_INFO << "container " << created.id << " ended before its cgroup files were written: " << written.message();
+    return absl::OkStatus();
+  }
+  // It must not run without the limits it was created with.
+  dockerclient::StopOptions stop;
+  stop.timeout_seconds = 0;
+  if (absl::Status stopped = docker_.StopContainer(ctx, created.id, stop); !stopped.ok())
+    LOG_WARN << "cannot stop container " << created.id << " after its cgroup files failed: " << stopped.message();
+  return common::Annotate(written, absl::StrCat("StartContainer: container ", created.id,
+                                                " is stopped: its cgroup v2 settings cannot be applied"));
+}
 
 absl::StatusOr<dockerclient::ContainerInspect> CriService::InspectCriContainer(const common::Context& ctx,
                                                                                const std::string& id) {
@@ -97,6 +155,15 @@ absl::StatusOr<v1::CreateContainerResponse> CriService::CreateContainer(const co
   params.docker_runtime = sandbox.runtime;
   ASSIGN_OR_RETURN(params.log_path, CriLogPath(sandbox_config.log_directory(), config.log_path()));
   params.oom_score_adj_floor = oom_.lowest_permitted();
+  // The files the shim writes at start must be writable there: a pod's cgroup has the
+  // files its containers' cgroups will have (runc enables every controller down the path).
+  if (CgroupV2() && !sandbox.cgroup_parent.empty()) {
+    ASSIGN_OR_RETURN(CgroupFileValues files, ShimCgroupFiles(config.linux().resources()));
+    const std::string pod_dir =
+        cgroup_layout_->DirsOfParent(sandbox.cgroup_parent, info->cgroup_driver == "systemd").memory;
+    if (absl::Status s = CheckCgroupFiles(pod_dir, files); !s.ok() && !absl::IsFailedPrecondition(s))
+      return common::Annotate(s, "CreateContainer: linux.resources");
+  }
   params.seccomp_profile_root = options_.seccomp_profile_root;
   ASSIGN_OR_RETURN(params.features, Features(ctx));
   const auto& ns = config.linux().security_context().namespace_options();
@@ -183,6 +250,7 @@ absl::StatusOr<v1::StartContainerResponse> CriService::StartContainer(const comm
   ASSIGN_OR_RETURN(dockerclient::ContainerInspect container, InspectCriContainer(ctx, req.container_id()));
   RETURN_IF_ERROR(common::Annotate(docker_.StartContainer(ctx, container.id), "start container"));
   CopyContainerLog(container);
+  RETURN_IF_ERROR(WriteCreatedCgroupFiles(ctx, container));
   return v1::StartContainerResponse();
 }
 
@@ -192,14 +260,48 @@ absl::StatusOr<v1::UpdateContainerResourcesResponse> CriService::UpdateContainer
   // Windows resources do not apply on a Linux node; nothing asked, nothing to do.
   if (!req.has_linux()) return v1::UpdateContainerResourcesResponse();
   ASSIGN_OR_RETURN(nlohmann::json limits, MakeResourceLimits(req.linux()));
+  ASSIGN_OR_RETURN(CgroupFileValues files, ShimCgroupFiles(req.linux()));
   ASSIGN_OR_RETURN(dockerclient::ContainerInspect container, InspectCriContainer(ctx, req.container_id()));
-  if (limits.empty()) return v1::UpdateContainerResourcesResponse();
-  const int64_t wanted_oom = std::max<int64_t>(req.linux().oom_score_adj(), oom_.lowest_permitted());
-  if (wanted_oom != container.resources.oom_score_adj) {
-    LOG_WARN << "UpdateContainerResources " << container.id << ": Docker cannot change oom_score_adj of a "
-             << "created container; keeping " << container.resources.oom_score_adj;
+
+  // cgroup v2: the files Docker has no field for are checked before anything changes,
+  // and those the shim manages are read, to be put back after Docker's update.
+  std::optional<std::string> dir;
+  CgroupFileValues before;
+  if (const CgroupFileValues created = CgroupFilesOfLabels(container.labels);
+      CgroupV2() && (!files.empty() || !created.empty())) {
+    absl::StatusOr<std::string> found = CgroupV2DirOf(container);
+    if (!found.ok() && !files.empty()) {
+      return common::Annotate(found.status(), absl::StrCat("UpdateContainerResources: ", files.begin()->first,
+                                                           " is written into the container's cgroup"));
+    }
+    if (found.ok()) {
+      RETURN_IF_ERROR(common::Annotate(CheckCgroupFiles(*found, files), "UpdateContainerResources"));
+      std::set<std::string> managed(kSetBackByDockerUpdate.begin(), kSetBackByDockerUpdate.end());
+      for (const auto& [name, value] : created) managed.insert(name);
+      for (const std::string& name : FilesDockerSets(limits)) managed.erase(name);
+      std::vector<std::string> names;
+      for (const std::string& name : managed)
+        if (!files.contains(name)) names.push_back(name);
+      before = ReadCgroupFiles(*found, names);
+      dir = *std::move(found);
+    }
   }
-  RETURN_IF_ERROR(common::Annotate(docker_.UpdateContainer(ctx, container.id, limits), "update container resources"));
+
+  if (!limits.empty()) {
+    const int64_t wanted_oom = std::max<int64_t>(req.linux().oom_score_adj(), oom_.lowest_permitted());
+    if (wanted_oom != container.resources.oom_score_adj) {
+      LOG_WARN << "UpdateContainerResources " << container.id << ": Docker cannot change oom_score_adj of a "
+               << "created container; keeping " << container.resources.oom_score_adj;
+    }
+    RETURN_IF_ERROR(common::Annotate(docker_.UpdateContainer(ctx, container.id, limits), "update container resources"));
+  }
+  if (dir) {
+    std::vector<std::string> names;
+    for (const auto& [name, value] : before) names.push_back(name);
+    for (const auto& [name, value] : ReadCgroupFiles(*dir, names))
+      if (value != before[name]) files[name] = before[name];
+    RETURN_IF_ERROR(common::Annotate(WriteCgroupFiles(*dir, files), "UpdateContainerResources"));
+  }
   return v1::UpdateContainerResourcesResponse();
 }
 

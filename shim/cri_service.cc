@@ -20,7 +20,14 @@ CriService::CriService(Options options, dockerclient::DockerClient& docker, netw
       host_capabilities_(ReadHostCapabilities(options_.proc_root)),
       stats_(std::make_unique<StatsSampler>(docker, SamplerOptions{options_.proc_root, options_.cgroup_prefix,
                                                                    options_.clock, options_.writable_layers})),
-      image_volumes_(std::make_unique<imagevolumes::ImageVolumes>(docker, options_.root_directory + "/image-volumes")) {}
+      image_volumes_(std::make_unique<imagevolumes::ImageVolumes>(docker, options_.root_directory + "/image-volumes")) {
+  absl::StatusOr<stats::CgroupLayout> layout = stats::CgroupLayout::Discover(options_.proc_root, options_.cgroup_prefix);
+  if (layout.ok()) {
+    cgroup_layout_ = std::move(*layout);
+  } else {
+    LOG_WARN << "no cgroup layout: unified keys and hugepage limits are not applied: " << layout.status().message();
+  }
+}
 
 absl::Status CriService::Init() {
   RETURN_IF_ERROR(checkpoints_.Init());

@@ -24,6 +24,7 @@
 #include "shim/engine_features.h"
 #include "shim/network/network_plugin.h"
 #include "shim/oom_score.h"
+#include "shim/stats/cgroup.h"
 #include "streaming/runtime.h"
 
 namespace shim::logs {
@@ -226,6 +227,14 @@ class CriService {
   absl::StatusOr<v1::ListContainersResponse> ListContainersOf(const common::Context& ctx,
                                                               const v1::ContainerFilter& filter,
                                                               const std::string& sandbox_id);
+  // cgroup v2 files Docker has no field for (container_lifecycle.cc, cgroup_files.h).
+  bool CgroupV2() const { return cgroup_layout_ && cgroup_layout_->version() == stats::CgroupVersion::kV2; }
+  // The cgroup v2 directory of container `c`, from its process and checked to be its own;
+  // FAILED_PRECONDITION when it does not run (a stopped container has no cgroup).
+  absl::StatusOr<std::string> CgroupV2DirOf(const dockerclient::ContainerInspect& c) const;
+  // At start: writes the files `created` was created with (kCgroupFilesLabel) once runc
+  // has made its cgroup; stops the container when they cannot be written.
+  absl::Status WriteCreatedCgroupFiles(const common::Context& ctx, const dockerclient::ContainerInspect& created);
   // Stats helpers (container_stats.cc, sandbox_stats.cc): containers as ListContainers
   // lists them, pods with their containers, and what was read of each.
   absl::StatusOr<std::vector<ContainerFigures>> FiguresOfContainers(const common::Context& ctx,
@@ -270,6 +279,7 @@ class CriService {
   std::mutex fs_usage_mu_;
   FsUsage fs_usage_;  // guarded by fs_usage_mu_
   std::map<std::string, ImageFacts> image_facts_;  // by image ID; guarded by mu_
+  std::optional<stats::CgroupLayout> cgroup_layout_;  // unset when the host's cgroup mounts are not found
 };
 
 }  // namespace shim

@@ -84,7 +84,7 @@ absl::StatusOr<NameParts> SplitName(const std::string& name, absl::string_view k
 
 bool IsInternalLabel(const std::string& key) {
   return key == kContainerTypeLabel || key == kSandboxIdLabel || key == kContainerLogPathLabel ||
-         key == kImageVolumesLabel;
+         key == kImageVolumesLabel || key == kCgroupFilesLabel;
 }
 
 }  // namespace

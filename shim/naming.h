@@ -20,6 +20,8 @@ inline constexpr char kSandboxIdLabel[] = "io.kubernetes.sandbox.id";
 inline constexpr char kContainerLogPathLabel[] = "io.kubernetes.container.logpath";
 // The image IDs, comma-separated, whose unpacked trees a container binds as image volumes (imagevolumes/).
 inline constexpr char kImageVolumesLabel[] = "io.dockershim.image-volumes";
+// The cgroup v2 files (JSON) the shim writes into a container's cgroup at start (container_config.h).
+inline constexpr char kCgroupFilesLabel[] = "io.dockershim.cgroup-files";
 inline constexpr char kAnnotationPrefix[] = "annotation.";
 // cri-dockerd marks sandboxes io.kubernetes.container.name=POD (cAdvisor's pod stats rely on it).
 inline constexpr char kContainerNameLabel[] = "io.kubernetes.container.name";

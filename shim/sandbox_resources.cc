@@ -5,7 +5,10 @@
 // reports them in its verbose info. Nothing of them maps to the infra container: it has
 // no resources of its own (RunPodSandbox gives it none, as containerd and cri-dockerd
 // do), and pod-wide limits copied onto pause would only constrain pause, inside the pod
-// cgroup that already carries them.
+// cgroup that already carries them. Nor are they written into the pod's cgroup: the
+// kubelet has written it (CRI: "called after the kubelet reconfigures the pod-level
+// cgroups"), with the overhead that `resources` leaves out, and containerd and CRI-O
+// write nothing either.
 #include <google/protobuf/util/json_util.h>
 
 #include "absl/strings/str_cat.h"
@@ -21,6 +24,7 @@ namespace {
 absl::StatusOr<nlohmann::json> Record(const v1::LinuxContainerResources& resources, const char* field) {
   const std::string what = absl::StrCat("UpdatePodSandboxResources: ", field);
   RETURN_IF_ERROR(common::Annotate(MakeResourceLimits(resources).status(), what));
+  RETURN_IF_ERROR(common::Annotate(ShimCgroupFiles(resources).status(), what));
   google::protobuf::util::JsonPrintOptions options;
   options.preserve_proto_field_names = true;
   std::string text;

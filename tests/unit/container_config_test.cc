@@ -853,11 +853,13 @@ TEST(ContainerConfigResources, AllFields) {
   r->set_cpuset_mems("0");
   r->set_memory_limit_in_bytes(256 << 20);
   r->set_oom_score_adj(-997);
-  auto* huge = r->add_hugepage_limits();  // no Docker field; the pod's cgroup holds the limit
+  auto* huge = r->add_hugepage_limits();  // no Docker field: the shim writes it (ShimCgroupFiles)
   huge->set_page_size("2MB");
   huge->set_limit(0);
   (*r->mutable_unified())["memory.high"] = "200M";  // no Docker field either
-  json h = MustHost(c);
+  (*r->mutable_unified())["pids.max"] = "100";      // Docker's PidsLimit
+  json body = MustBody(c);
+  json h = body["HostConfig"];
   EXPECT_EQ(h["CpuPeriod"], 100000);
   EXPECT_EQ(h["CpuQuota"], 50000);
   EXPECT_EQ(h["CpuShares"], 512);
@@ -866,6 +868,68 @@ TEST(ContainerConfigResources, AllFields) {
   EXPECT_EQ(h["Memory"], 256 << 20);
   EXPECT_EQ(h["MemorySwap"], 256 << 20);  // no swap unless asked, as cri-dockerd
   EXPECT_EQ(h["OomScoreAdj"], -997);
+  EXPECT_EQ(h["PidsLimit"], 100);
+  EXPECT_EQ(nlohmann::json::parse(body["Labels"][kCgroupFilesLabel].get<std::string>()),
+            json({{"hugetlb.2MB.max", "0"}, {"memory.high", "200M"}}));
+}
+
+TEST(ContainerConfigResources, NoCgroupFilesLabelWithoutFiles) {
+  ContainerConfig c = MinimalConfig();
+  Res(c)->set_memory_limit_in_bytes(64 << 20);
+  (*Res(c)->mutable_unified())["memory.swap.max"] = "0";  // Docker's MemorySwap beside a memory limit
+  EXPECT_FALSE(MustBody(c)["Labels"].contains(kCgroupFilesLabel));
+}
+
+TEST(ContainerConfigResources, ShimCgroupFilesAreWhatDockerCannotSet) {
+  runtime::v1::LinuxContainerResources r;
+  auto* two = r.add_hugepage_limits();
+  two->set_page_size("2MB");
+  two->set_limit(4 << 21);
+  auto* one = r.add_hugepage_limits();
+  one->set_page_size("1GB");
+  one->set_limit(0);
+  (*r.mutable_unified())["memory.min"] = "1048576";
+  (*r.mutable_unified())["memory.oom.group"] = "1";
+  (*r.mutable_unified())["hugetlb.1GB.max"] = "1073741824";  // unified wins over the field, as in runc
+  (*r.mutable_unified())["pids.max"] = "max";                // Docker's PidsLimit
+  (*r.mutable_unified())["memory.swap.max"] = "0";           // no memory limit: Docker cannot set it
+  absl::StatusOr<CgroupFileValues> files = ShimCgroupFiles(r);
+  ASSERT_TRUE(files.ok()) << files.status();
+  EXPECT_EQ(*files, (CgroupFileValues{{"hugetlb.2MB.max", "8388608"},
+                                      {"hugetlb.1GB.max", "1073741824"},
+                                      {"memory.min", "1048576"},
+                                      {"memory.oom.group", "1"},
+                                      {"memory.swap.max", "0"}}));
+  EXPECT_EQ(CgroupFilesOfLabels({{kCgroupFilesLabel, CgroupFilesLabel(*files)}}), *files);
+  EXPECT_TRUE(CgroupFilesOfLabels({{kCgroupFilesLabel, "not json"}}).empty());
+  EXPECT_TRUE(CgroupFilesOfLabels({}).empty());
+}
+
+TEST(ContainerConfigResources, BadCgroupFilesAreInvalidNamingTheField) {
+  ContainerConfig c = MinimalConfig();
+  (*Res(c)->mutable_unified())["memory/../../x"] = "1";
+  ExpectInvalid(BodyStatus(c), "linux.resources.unified[\"memory/../../x\"]: \"memory/../../x\" is not a cgroup v2");
+  c = MinimalConfig();
+  (*Res(c)->mutable_unified())["cgroup.procs"] = "1";
+  ExpectInvalid(BodyStatus(c), "\"cgroup.procs\" is a core cgroup file");
+  c = MinimalConfig();
+  Res(c)->add_hugepage_limits()->set_page_size("2M");
+  ExpectInvalid(BodyStatus(c), "linux.resources.hugepage_limits[0].page_size: \"2M\" is not a page size");
+}
+
+TEST(ContainerConfigResources, PidsMaxIsDockersPidsLimit) {
+  for (const auto& [value, want] : std::vector<std::pair<std::string, json>>{{"max", -1}, {"50", 50}}) {
+    runtime::v1::LinuxContainerResources r;
+    (*r.mutable_unified())["pids.max"] = value;
+    absl::StatusOr<json> limits = MakeResourceLimits(r);
+    ASSERT_TRUE(limits.ok()) << limits.status();
+    EXPECT_EQ((*limits)["PidsLimit"], want) << value;
+  }
+  for (const char* bad : {"0", "-1", "lots", ""}) {
+    runtime::v1::LinuxContainerResources r;
+    (*r.mutable_unified())["pids.max"] = bad;
+    ExpectInvalid(MakeResourceLimits(r).status(), "linux.resources.unified[\"pids.max\"]");
+  }
 }
 
 struct SwapCase {
