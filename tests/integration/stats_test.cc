@@ -634,10 +634,11 @@ TEST_F(StatsIntegration, V2MemoryPressureShowsInPsi) {
     EXPECT_LE(psi.some().total(), after->total_us * 1000);
     EXPECT_EQ(psi.has_full(), PressureOf(ReadFile(file), "full").has_value());
   }
-  // The pod's cgroup stalls with its container.
+  // The pod's cgroup stalls with its container (not by as much: PSI weighs each CPU's
+  // stall time by the group's own busy time there).
   auto pod = PodStats(p->pod_id);
   ASSERT_TRUE(pod.ok()) << pod.status();
-  EXPECT_GE(pod->linux().memory().psi().some().total(), stalled->memory().psi().some().total());
+  EXPECT_GT(pod->linux().memory().psi().some().total(), 0u) << pod->linux().memory().DebugString();
 }
 
 }  // namespace
