@@ -10,10 +10,26 @@ int64_t Nanos(absl::Time t) { return absl::ToUnixNanos(t); }
 
 uint64_t FlooredDifference(uint64_t a, uint64_t b) { return a > b ? a - b : 0; }
 
+void SetPsiData(const stats::PressureLine& line, v1::PsiData& data) {
+  // The kernel counts microseconds; CRI's PsiData.Total is nanoseconds (as the kubelet's
+  // summary documents it and containerd converts it).
+  data.set_total(line.total_us * 1000);
+  data.set_avg10(line.avg10);
+  data.set_avg60(line.avg60);
+  data.set_avg300(line.avg300);
+}
+
+// A line the file lacks (cpu's "full" before Linux 5.13) stays unset.
+void SetPsi(const stats::Pressure& pressure, v1::PsiStats& psi) {
+  if (pressure.some) SetPsiData(*pressure.some, *psi.mutable_some());
+  if (pressure.full) SetPsiData(*pressure.full, *psi.mutable_full());
+}
+
 void SetCpu(const CgroupReading& r, v1::CpuUsage& cpu) {
   cpu.set_timestamp(Nanos(r.at));
   cpu.mutable_usage_core_nano_seconds()->set_value(*r.figures.cpu_usage_ns);
   if (r.nano_cores) cpu.mutable_usage_nano_cores()->set_value(*r.nano_cores);
+  if (r.figures.cpu_pressure) SetPsi(*r.figures.cpu_pressure, *cpu.mutable_psi());
 }
 
 void SetMemory(const CgroupReading& r, v1::MemoryUsage& memory) {
@@ -26,6 +42,7 @@ void SetMemory(const CgroupReading& r, v1::MemoryUsage& memory) {
   memory.mutable_major_page_faults()->set_value(m.major_page_faults);
   // What the kubelet's eviction and kubectl top read as headroom; none without a limit.
   if (m.limit_bytes) memory.mutable_available_bytes()->set_value(FlooredDifference(*m.limit_bytes, m.working_set_bytes));
+  if (r.figures.memory_pressure) SetPsi(*r.figures.memory_pressure, *memory.mutable_psi());
 }
 
 void SetSwap(const CgroupReading& r, v1::SwapUsage& swap) {
@@ -36,11 +53,17 @@ void SetSwap(const CgroupReading& r, v1::SwapUsage& swap) {
     swap.mutable_swap_available_bytes()->set_value(FlooredDifference(*m.swap_limit_bytes, *m.swap_usage_bytes));
 }
 
-// For v1::ContainerStats and v1::LinuxPodSandboxStats.
+// For v1::ContainerStats and v1::LinuxPodSandboxStats. IoUsage holds only PSI: none on
+// cgroup v1, as containerd has it.
 template <typename Stats>
-void SetCpuAndMemory(const CgroupReading& r, Stats& stats) {
+void SetCgroupFigures(const CgroupReading& r, Stats& stats) {
   if (r.figures.cpu_usage_ns) SetCpu(r, *stats.mutable_cpu());
   if (r.figures.memory) SetMemory(r, *stats.mutable_memory());
+  if (r.figures.io_pressure) {
+    v1::IoUsage& io = *stats.mutable_io();
+    io.set_timestamp(Nanos(r.at));
+    SetPsi(*r.figures.io_pressure, *io.mutable_psi());
+  }
 }
 
 void SetWritableLayer(const stats::LayerUsage& layer, const std::string& fs_mountpoint, v1::FilesystemUsage& fs) {
@@ -76,7 +99,7 @@ v1::ContainerStats ToContainerStats(const ContainerFigures& figures, const std::
   *attributes.mutable_labels() = c.labels();
   *attributes.mutable_annotations() = c.annotations();
   if (const auto& r = figures.cgroup) {
-    SetCpuAndMemory(*r, out);
+    SetCgroupFigures(*r, out);
     if (r->figures.memory && r->figures.memory->swap_usage_bytes) SetSwap(*r, *out.mutable_swap());
   }
   if (figures.writable_layer) SetWritableLayer(*figures.writable_layer, fs_mountpoint, *out.mutable_writable_layer());
@@ -93,7 +116,7 @@ v1::PodSandboxStats ToPodSandboxStats(const PodFigures& figures, const std::stri
   *attributes.mutable_annotations() = s.annotations();
   v1::LinuxPodSandboxStats& linux = *out.mutable_linux();
   if (const auto& r = figures.cgroup) {
-    SetCpuAndMemory(*r, linux);
+    SetCgroupFigures(*r, linux);
     if (r->figures.process_count) {
       linux.mutable_process()->set_timestamp(Nanos(r->at));
       linux.mutable_process()->mutable_process_count()->set_value(*r->figures.process_count);

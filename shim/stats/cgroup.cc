@@ -2,6 +2,7 @@
 
 #include <algorithm>
 #include <array>
+#include <cmath>
 #include <vector>
 
 #include "absl/status/status.h"
@@ -127,6 +128,34 @@ std::optional<MemoryFigures> ReadMemory(const std::string& dir, CgroupVersion ve
     ReadSwapV2(dir, memory);
   }
   return memory;
+}
+
+// "avg10=0.12 avg60=0.05 avg300=0.01 total=123456" (after "some " or "full "), every key
+// present; unset otherwise.
+std::optional<PressureLine> ParsePressureFields(absl::string_view fields) {
+  PressureLine line;
+  int seen = 0;
+  for (absl::string_view field : absl::StrSplit(fields, ' ', absl::SkipEmpty())) {
+    std::pair<absl::string_view, absl::string_view> kv = absl::StrSplit(field, absl::MaxSplits('=', 1));
+    double* avg = kv.first == "avg10"    ? &line.avg10
+                  : kv.first == "avg60"  ? &line.avg60
+                  : kv.first == "avg300" ? &line.avg300
+                                         : nullptr;
+    if (avg) {
+      if (!absl::SimpleAtod(kv.second, avg) || !std::isfinite(*avg) || *avg < 0) return std::nullopt;
+      ++seen;
+    } else if (kv.first == "total") {
+      if (!absl::SimpleAtoi(kv.second, &line.total_us)) return std::nullopt;
+      ++seen;
+    }
+  }
+  if (seen != 4) return std::nullopt;
+  return line;
+}
+
+std::optional<Pressure> ReadPressure(const std::string& path) {
+  absl::StatusOr<std::string> text = ReadKernelFile(path);
+  return text.ok() ? ParsePressure(*text) : std::nullopt;
 }
 
 // Mountinfo writes space, tab, newline and backslash in paths as \ooo (proc(5)).
@@ -276,7 +305,26 @@ CgroupFigures CgroupLayout::Read(const CgroupDirs& dirs) const {
         version_ == CgroupVersion::kV1 ? ReadCounter(dirs.cpu + "/cpuacct.usage") : ReadCpuUsageNsV2(dirs.cpu);
   if (!dirs.memory.empty()) figures.memory = ReadMemory(dirs.memory, version_);
   if (!dirs.pids.empty()) figures.process_count = ReadCounter(dirs.pids + "/pids.current");
+  // The pressure files are the cgroup core's (there whatever controllers are enabled).
+  if (version_ == CgroupVersion::kV2 && !dirs.cpu.empty()) {
+    figures.cpu_pressure = ReadPressure(dirs.cpu + "/cpu.pressure");
+    figures.memory_pressure = ReadPressure(dirs.cpu + "/memory.pressure");
+    figures.io_pressure = ReadPressure(dirs.cpu + "/io.pressure");
+  }
   return figures;
+}
+
+std::optional<Pressure> ParsePressure(std::string_view text) {
+  Pressure pressure;
+  for (absl::string_view line : absl::StrSplit(Av(text), '\n')) {
+    if (absl::ConsumePrefix(&line, "some ")) {
+      pressure.some = ParsePressureFields(line);
+    } else if (absl::ConsumePrefix(&line, "full ")) {
+      pressure.full = ParsePressureFields(line);
+    }
+  }
+  if (!pressure.some && !pressure.full) return std::nullopt;
+  return pressure;
 }
 
 absl::StatusOr<std::vector<CgroupMount>> ListCgroupMounts(const std::string& proc_root, const std::string& path_prefix) {

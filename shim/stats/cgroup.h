@@ -36,10 +36,31 @@ struct MemoryFigures {
   bool operator==(const MemoryFigures&) const = default;
 };
 
+// One line of a v2 pressure file (PSI, accounting/psi.rst): the share of wall time in
+// which some (or all) of the cgroup's tasks stalled on the resource.
+struct PressureLine {
+  double avg10 = 0, avg60 = 0, avg300 = 0;  // percent, over 10 s, 60 s, 300 s
+  uint64_t total_us = 0;                    // cumulative stall time
+  bool operator==(const PressureLine&) const = default;
+};
+
+// A pressure file's "some" and "full" lines; a line the file lacks stays unset (cpu
+// has "full" only since Linux 5.13).
+struct Pressure {
+  std::optional<PressureLine> some, full;
+  bool operator==(const Pressure&) const = default;
+};
+
+// A pressure file's text; unset when it holds neither a well-formed "some" nor "full" line.
+std::optional<Pressure> ParsePressure(std::string_view text);
+
 struct CgroupFigures {
   std::optional<uint64_t> cpu_usage_ns;  // cumulative
   std::optional<MemoryFigures> memory;
   std::optional<uint64_t> process_count;
+  // cgroup v2 only: unset on v1, and where the kernel has no PSI (CONFIG_PSI off, psi=0,
+  // cgroup.pressure set to 0), which hides or fails the files.
+  std::optional<Pressure> cpu_pressure, memory_pressure, io_pressure;
   bool operator==(const CgroupFigures&) const = default;
 };
 
@@ -72,7 +93,8 @@ class CgroupLayout {
 
   // Reads what the files hold. A missing, unreadable or malformed file, or an empty
   // dir, leaves its figure unset; memory needs only the usage file (memory.stat keys
-  // that are missing count as 0).
+  // that are missing count as 0). On v2 the pressure files are read from the one
+  // directory (cpu's) that all controllers share.
   CgroupFigures Read(const CgroupDirs& dirs) const;
 
  private:

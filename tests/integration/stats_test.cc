@@ -1,14 +1,18 @@
 // The stats and metrics RPCs on a real dockerd, with real CNI pods: the figures come
-// from the host's cgroup files and /proc (this machine: cgroup v1, cgroupfs). Each pod
-// gets a cgroup parent of its own, as the kubelet gives one, so the pod's own cgroup
-// is read; TearDown removes those cgroups once Docker has removed the containers.
+// from the node's cgroup files and /proc. Each pod gets a cgroup parent of its own, as the
+// kubelet gives one (a cgroupfs path, or with Docker's systemd driver the pod's slice
+// name), so the pod's own cgroup is read; TearDown removes those cgroups once Docker has
+// removed the containers. Both layouts run: cgroup v1 with cgroupfs here, cgroup v2 with
+// systemd in scripts/vm.sh, where the V2 tests compare every figure with the files.
 // The Stream* forms are the same lists sent by the gRPC adapter (tests/unit/stats_rpcs_test.cc).
 #include <gmock/gmock.h>
 #include <gtest/gtest.h>
 
+#include <cstdio>
 #include <nlohmann/json.hpp>
 
 #include "shim/stats/writable_layers.h"
+#include "tests/integration/cgroup_node.h"
 #include "tests/integration/pod_fixture.h"
 
 namespace shim {
@@ -20,7 +24,93 @@ using ::testing::Gt;
 using ::testing::Le;
 
 constexpr uint64_t kMiB = 1 << 20;
-constexpr char kCgroupPrefix[] = "dstest-stats-";
+
+// --- cgroup v2 files as the tests read them (apart from the shim's own parsing) ---------
+
+// The files of one v2 cgroup that the figures come from; a missing one reads as "".
+constexpr const char* kV2Files[] = {"cpu.stat",         "cpu.pressure",        "memory.current",  "memory.max",
+                                    "memory.stat",      "memory.swap.current", "memory.swap.max", "memory.pressure",
+                                    "io.pressure",      "pids.current"};
+using Files = std::map<std::string, std::string>;
+
+Files ReadV2Files(const std::string& dir) {
+  Files files;
+  for (const char* name : kV2Files) files[name] = ReadFile(absl::StrCat(dir, "/", name));
+  return files;
+}
+
+uint64_t Number(const std::string& text) { return std::stoull(text); }
+
+// The value of `key` in a flat-keyed file ("key value" lines: cpu.stat, memory.stat).
+uint64_t KeyedValue(const std::string& text, const std::string& key) {
+  for (absl::string_view line : absl::StrSplit(text, '\n')) {
+    std::vector<std::string> fields = absl::StrSplit(line, ' ');
+    if (fields.size() == 2 && fields[0] == key) return Number(fields[1]);
+  }
+  ADD_FAILURE() << "no " << key << " in:\n" << text;
+  return 0;
+}
+
+// A pressure file's "some" or "full" line: "some avg10=0.00 avg60=0.00 avg300=0.00 total=0".
+struct PsiLine {
+  double avg10 = 0, avg60 = 0, avg300 = 0;
+  uint64_t total_us = 0;
+};
+std::optional<PsiLine> PressureOf(const std::string& text, const std::string& kind) {
+  for (absl::string_view line : absl::StrSplit(text, '\n')) {
+    PsiLine l;
+    unsigned long long total;  // NOLINT(runtime/int): sscanf's %llu
+    if (absl::StartsWith(line, kind + " ") &&
+        std::sscanf(std::string(line.substr(kind.size())).c_str(), " avg10=%lf avg60=%lf avg300=%lf total=%llu",
+                    &l.avg10, &l.avg60, &l.avg300, &total) == 4) {
+      l.total_us = total;
+      return l;
+    }
+  }
+  return std::nullopt;
+}
+
+// The shim's PsiStats are the file's lines: Total in nanoseconds (the file counts
+// microseconds); a file or line that is not there is unset.
+void ExpectPsiOfFile(const std::string& file, bool has_psi, const v1::PsiStats& psi, const std::string& what) {
+  SCOPED_TRACE(what);
+  if (file.empty()) {
+    EXPECT_FALSE(has_psi);
+    return;
+  }
+  ASSERT_TRUE(has_psi);
+  for (const std::string kind : {"some", "full"}) {
+    std::optional<PsiLine> line = PressureOf(file, kind);
+    const bool has = kind == "some" ? psi.has_some() : psi.has_full();
+    const v1::PsiData& data = kind == "some" ? psi.some() : psi.full();
+    ASSERT_EQ(has, line.has_value()) << kind << " in:\n" << file;
+    if (!line) continue;
+    EXPECT_EQ(data.total(), line->total_us * 1000) << kind;
+    EXPECT_EQ(data.avg10(), line->avg10) << kind;
+    EXPECT_EQ(data.avg60(), line->avg60) << kind;
+    EXPECT_EQ(data.avg300(), line->avg300) << kind;
+  }
+}
+
+// CPU and memory figures (a container's or a pod's) against its cgroup's files.
+void ExpectFiguresOfFiles(const Files& f, const v1::CpuUsage& cpu, const v1::MemoryUsage& memory) {
+  EXPECT_EQ(cpu.usage_core_nano_seconds().value(), KeyedValue(f.at("cpu.stat"), "usage_usec") * 1000);
+  ExpectPsiOfFile(f.at("cpu.pressure"), cpu.has_psi(), cpu.psi(), "cpu.pressure");
+  const uint64_t usage = Number(f.at("memory.current"));
+  const uint64_t inactive_file = KeyedValue(f.at("memory.stat"), "inactive_file");
+  const uint64_t working_set = usage > inactive_file ? usage - inactive_file : 0;
+  EXPECT_EQ(memory.usage_bytes().value(), usage);
+  EXPECT_EQ(memory.working_set_bytes().value(), working_set);
+  EXPECT_EQ(memory.rss_bytes().value(), KeyedValue(f.at("memory.stat"), "anon"));
+  EXPECT_EQ(memory.page_faults().value(), KeyedValue(f.at("memory.stat"), "pgfault"));
+  EXPECT_EQ(memory.major_page_faults().value(), KeyedValue(f.at("memory.stat"), "pgmajfault"));
+  if (absl::StartsWith(f.at("memory.max"), "max")) {
+    EXPECT_FALSE(memory.has_available_bytes());
+  } else {
+    EXPECT_EQ(memory.available_bytes().value(), Number(f.at("memory.max")) - working_set);
+  }
+  ExpectPsiOfFile(f.at("memory.pressure"), memory.has_psi(), memory.psi(), "memory.pressure");
+}
 
 class StatsIntegration : public PodIntegration {
  protected:
@@ -37,23 +127,32 @@ class StatsIntegration : public PodIntegration {
     service_ = std::make_unique<CriService>(options, *docker_, *network_);
     absl::Status init = service_->Init();
     ASSERT_TRUE(init.ok()) << init;
-    cgroup_parent_ = absl::StrCat("/", kCgroupPrefix, RandomHex());
+    cgroup_prefix_ = absl::StrCat("dsteststats", RandomHex());
   }
 
   void TearDown() override {
     PodIntegration::TearDown();
-    // The pods' cgroup parents (runc makes them and leaves them); deepest first.
-    Sh(absl::StrCat("find /sys/fs/cgroup -maxdepth 3 -depth -type d -path '*/", kCgroupPrefix,
-                    "*' -exec rmdir {} + 2>/dev/null"));
+    testenv::RemoveTestCgroups(cgroup_prefix_);
+  }
+
+  // The pod's cgroup parent as a kubelet gives it: "/<prefix>/pod<name>" for cgroupfs,
+  // "<prefix>-pod<name>.slice" for systemd.
+  std::string PodParent(const std::string& pod_name) { return testenv::PodCgroupParent(cgroup_prefix_, pod_name); }
+  // The pod's own cgroup directory, and that of its container `id`; `controller` picks
+  // the v1 hierarchy.
+  std::string PodCgroupDir(const std::string& pod_name, const std::string& controller) {
+    return testenv::CgroupDir(testenv::CgroupParentPath(PodParent(pod_name)), controller);
+  }
+  std::string ContainerCgroupDir(const std::string& pod_name, const std::string& id, const std::string& controller) {
+    return testenv::ContainerCgroupDir(PodParent(pod_name), id, controller);
   }
 
   v1::PodSandboxConfig Pod(const std::string& name) {
     v1::PodSandboxConfig config = BaseConfig(name);
-    config.mutable_linux()->set_cgroup_parent(absl::StrCat(cgroup_parent_, "/", name));
+    config.mutable_linux()->set_cgroup_parent(PodParent(name));
     (*config.mutable_labels())["stats-test"] = namespace_;
     return config;
   }
-
   v1::ContainerConfig Busybox(const std::string& name, const std::string& script) {
     v1::ContainerConfig c;
     c.mutable_metadata()->set_name(name);
@@ -119,13 +218,24 @@ class StatsIntegration : public PodIntegration {
     }
   }
 
-  // The container's cgroup as Docker made it under its pod's parent (cgroupfs, v1).
-  std::string MemoryCgroupFile(const std::string& pod_name, const std::string& id, const std::string& file) {
-    return absl::StrCat("/sys/fs/cgroup/memory", cgroup_parent_, "/", pod_name, "/", id, "/", file);
+  // Reads `dir`'s files, asks `stats_of`, reads them again, until both readings agree
+  // (an idle cgroup's figures settle between the kernel's updates): the answer was made
+  // of those files.
+  template <typename Stats>
+  absl::StatusOr<std::pair<Files, Stats>> SettledStats(const std::string& dir,
+                                                       const std::function<absl::StatusOr<Stats>()>& stats_of) {
+    for (int attempt = 0; attempt < 50; ++attempt) {
+      Files before = ReadV2Files(dir);
+      absl::StatusOr<Stats> stats = stats_of();
+      if (!stats.ok()) return stats.status();
+      if (ReadV2Files(dir) == before) return std::pair{std::move(before), std::move(*stats)};
+      absl::SleepFor(absl::Milliseconds(100));
+    }
+    return absl::DeadlineExceededError(absl::StrCat("the files of ", dir, " kept changing"));
   }
 
   stats::WritableLayerCollector layers_{stats::LayerCollectorOptions{absl::Milliseconds(200), absl::Minutes(1)}};
-  std::string cgroup_parent_;
+  std::string cgroup_prefix_;
 };
 
 TEST_F(StatsIntegration, SixtyFourMiBShowInTheWorkingSet) {
@@ -150,7 +260,9 @@ TEST_F(StatsIntegration, SixtyFourMiBShowInTheWorkingSet) {
   EXPECT_EQ(stats->attributes().metadata().name(), "fill");
 
   // The figure is the cgroup file's, not Docker's: the same within what the shell adds.
-  const uint64_t usage_file = std::stoull(ReadFile(MemoryCgroupFile("mem", p->container_id, "memory.usage_in_bytes")));
+  const uint64_t usage_file =
+      std::stoull(ReadFile(absl::StrCat(ContainerCgroupDir("mem", p->container_id, "memory"), "/",
+                                        testenv::CgroupV2() ? "memory.current" : "memory.usage_in_bytes")));
   EXPECT_NEAR(static_cast<double>(usage_file), static_cast<double>(memory.usage_bytes().value()), 8.0 * kMiB);
 
   // The pod's own cgroup holds the container's memory and its processes.
@@ -376,6 +488,157 @@ TEST_F(StatsIntegration, UpdatePodSandboxResourcesIsShownInVerboseStatus) {
   req.set_pod_sandbox_id("0123456789abcdef0123");
   req.mutable_resources()->set_memory_limit_in_bytes(128 * kMiB);
   EXPECT_EQ(service_->UpdatePodSandboxResources(ctx_, req).status().code(), absl::StatusCode::kNotFound);
+}
+
+// --- cgroup v2 (scripts/vm.sh) ----------------------------------------------------------
+
+// Every figure of a container and of its pod is what its cgroup's files say, read as the
+// shim answered; the pod's cgroup is the kubelet's slice, expanded as systemd does.
+TEST_F(StatsIntegration, V2FiguresAreThoseOfTheCgroupFiles) {
+  DOCKERSHIM_REQUIRE_CGROUP_V2();
+  auto p = RunPodWith("files", Busybox("idle", "dd if=/dev/zero of=/dev/shm/f bs=1M count=8 && sleep 600"));
+  ASSERT_TRUE(p.ok()) << p.status();
+  ASSERT_TRUE(WaitFor<v1::ContainerStats>([&] { return Stats(p->container_id); },
+                                          [](const v1::ContainerStats& s) {
+                                            return s.memory().working_set_bytes().value() >= 8 * kMiB;
+                                          })
+                  .ok());
+  const std::string container_dir = ContainerCgroupDir("files", p->container_id, "");
+  const std::string pod_dir = PodCgroupDir("files", "");
+  if (testenv::SystemdDriver()) {
+    EXPECT_EQ(pod_dir, absl::StrCat("/sys/fs/cgroup/", cgroup_prefix_, ".slice/", cgroup_prefix_, "-podfiles.slice"));
+    EXPECT_EQ(container_dir, absl::StrCat(pod_dir, "/docker-", p->container_id, ".scope"));
+  }
+  ASSERT_TRUE(std::filesystem::is_directory(container_dir)) << container_dir;
+  // PSI is on in this kernel (scripts/vm.sh boots with psi=1): its files are there to compare.
+  for (const char* name : {"cpu.pressure", "memory.pressure", "io.pressure"})
+    EXPECT_TRUE(std::filesystem::exists(absl::StrCat(container_dir, "/", name))) << name;
+
+  auto container = SettledStats<v1::ContainerStats>(container_dir, [&] { return Stats(p->container_id); });
+  ASSERT_TRUE(container.ok()) << container.status();
+  {
+    SCOPED_TRACE("container " + container_dir);
+    const auto& [files, stats] = *container;
+    ExpectFiguresOfFiles(files, stats.cpu(), stats.memory());
+    EXPECT_EQ(stats.memory().available_bytes().value(), 256 * kMiB - stats.memory().working_set_bytes().value());
+    ExpectPsiOfFile(files.at("io.pressure"), stats.has_io(), stats.io().psi(), "io.pressure");
+    if (files.at("memory.swap.current").empty()) {
+      EXPECT_FALSE(stats.has_swap());
+    } else {
+      const uint64_t swap = Number(files.at("memory.swap.current"));
+      EXPECT_EQ(stats.swap().swap_usage_bytes().value(), swap);
+      if (absl::StartsWith(files.at("memory.swap.max"), "max")) {
+        EXPECT_FALSE(stats.swap().has_swap_available_bytes());
+      } else {
+        EXPECT_EQ(stats.swap().swap_available_bytes().value(), Number(files.at("memory.swap.max")) - swap);
+      }
+    }
+  }
+
+  auto pod = SettledStats<v1::PodSandboxStats>(pod_dir, [&] { return PodStats(p->pod_id); });
+  ASSERT_TRUE(pod.ok()) << pod.status();
+  {
+    SCOPED_TRACE("pod " + pod_dir);
+    const auto& [files, stats] = *pod;
+    ExpectFiguresOfFiles(files, stats.linux().cpu(), stats.linux().memory());
+    ExpectPsiOfFile(files.at("io.pressure"), stats.linux().has_io(), stats.linux().io().psi(), "io.pressure");
+    EXPECT_EQ(stats.linux().process().process_count().value(), Number(files.at("pids.current")));
+    EXPECT_THAT(stats.linux().memory().working_set_bytes().value(), Ge(8 * kMiB)) << "the container's /dev/shm";
+  }
+}
+
+// A busy loop held to a fifth of a CPU by its quota waits for the CPU most of the time:
+// cpu.pressure grows by about that much, and so do the shim's PSI totals.
+TEST_F(StatsIntegration, V2CpuQuotaShowsInCpuPressure) {
+  DOCKERSHIM_REQUIRE_CGROUP_V2();
+  v1::ContainerConfig spin = Busybox("spin", "while :; do :; done");
+  spin.mutable_linux()->mutable_resources()->set_cpu_period(100000);
+  spin.mutable_linux()->mutable_resources()->set_cpu_quota(20000);
+  auto p = RunPodWith("quota", spin);
+  ASSERT_TRUE(p.ok()) << p.status();
+  const std::string dir = ContainerCgroupDir("quota", p->container_id, "");
+  const std::string file = dir + "/cpu.pressure";
+  ASSERT_EQ(ReadFile(dir + "/cpu.max"), "20000 100000\n");
+
+  auto some_total = [](const v1::CpuUsage& cpu) { return cpu.psi().some().total(); };
+  const uint64_t file_before = PressureOf(ReadFile(file), "some").value_or(PsiLine{}).total_us;
+  auto first = Stats(p->container_id);
+  ASSERT_TRUE(first.ok()) << first.status();
+  auto pod_first = PodStats(p->pod_id);
+  ASSERT_TRUE(pod_first.ok()) << pod_first.status();
+  absl::SleepFor(absl::Seconds(4));
+  auto second = Stats(p->container_id);
+  ASSERT_TRUE(second.ok()) << second.status();
+  const uint64_t file_after = PressureOf(ReadFile(file), "some").value_or(PsiLine{}).total_us;
+  auto pod_second = PodStats(p->pod_id);
+  ASSERT_TRUE(pod_second.ok()) << pod_second.status();
+
+  ASSERT_TRUE(second->cpu().psi().has_some()) << second->DebugString();
+  EXPECT_GE(some_total(first->cpu()), file_before * 1000);
+  EXPECT_LE(some_total(second->cpu()), file_after * 1000);
+  // The loop may run a fifth of the time: it waits about 4/5 of it (at least half, in
+  // nanoseconds), never more than all of it (the totals are not read with the timestamps).
+  const double elapsed_ns = static_cast<double>(second->cpu().timestamp() - first->cpu().timestamp());
+  const double waited = static_cast<double>(some_total(second->cpu()) - some_total(first->cpu()));
+  EXPECT_GE(waited, 0.5 * elapsed_ns) << second->cpu().DebugString();
+  EXPECT_LE(waited, elapsed_ns + 2e8);
+  EXPECT_GT(second->cpu().psi().some().avg10(), 0.0);
+  if (second->cpu().psi().has_full()) {  // Linux 5.13+: the loop is the cgroup's only task, so full = some
+    EXPECT_GE(static_cast<double>(second->cpu().psi().full().total() - first->cpu().psi().full().total()),
+              0.5 * elapsed_ns);
+  }
+  ASSERT_TRUE(second->cpu().has_usage_nano_cores());
+  const double cores = static_cast<double>(second->cpu().usage_nano_cores().value()) / 1e9;
+  EXPECT_GE(cores, 0.1);
+  EXPECT_LE(cores, 0.3);
+  // The pod's cgroup holds the waiting task too.
+  EXPECT_GE(static_cast<double>(some_total(pod_second->linux().cpu()) - some_total(pod_first->linux().cpu())),
+            0.5 * static_cast<double>(pod_second->linux().cpu().timestamp() - pod_first->linux().cpu().timestamp()));
+}
+
+// A container that keeps reading a file twice its memory limit reclaims its own page
+// cache all the time: memory.pressure (and, as the pages come back from disk, io.pressure)
+// grows, and the shim's PSI totals are the files'.
+TEST_F(StatsIntegration, V2MemoryPressureShowsInPsi) {
+  DOCKERSHIM_REQUIRE_CGROUP_V2();
+  v1::ContainerConfig thrash = Busybox(
+      "thrash", "dd if=/dev/zero of=/big bs=1M count=64 && while :; do cat /big > /dev/null; done");
+  thrash.mutable_linux()->mutable_resources()->set_memory_limit_in_bytes(32 * kMiB);
+  auto p = RunPodWith("thrash", thrash);
+  ASSERT_TRUE(p.ok()) << p.status();
+  const std::string dir = ContainerCgroupDir("thrash", p->container_id, "");
+  ASSERT_EQ(ReadFile(dir + "/memory.max"), absl::StrCat(32 * kMiB, "\n"));
+
+  auto stalled = WaitFor<v1::ContainerStats>(
+      [&] { return Stats(p->container_id); },
+      [](const v1::ContainerStats& s) {
+        return s.memory().psi().some().total() > 0 && s.io().psi().some().total() > 0;
+      },
+      absl::Seconds(90));
+  ASSERT_TRUE(stalled.ok()) << stalled.status();
+  EXPECT_GT(stalled->memory().psi().some().total(), 0u) << stalled->DebugString();
+  EXPECT_GT(stalled->io().psi().some().total(), 0u) << stalled->DebugString();
+  EXPECT_THAT(stalled->memory().working_set_bytes().value(), Le(32 * kMiB));
+
+  // Against the files, read around the answer: totals only grow.
+  for (const char* name : {"memory.pressure", "io.pressure"}) {
+    SCOPED_TRACE(name);
+    const std::string file = absl::StrCat(dir, "/", name);
+    std::optional<PsiLine> before = PressureOf(ReadFile(file), "some");
+    auto stats = Stats(p->container_id);
+    ASSERT_TRUE(stats.ok()) << stats.status();
+    std::optional<PsiLine> after = PressureOf(ReadFile(file), "some");
+    ASSERT_TRUE(before && after);
+    const v1::PsiStats& psi = std::string(name) == "io.pressure" ? stats->io().psi() : stats->memory().psi();
+    EXPECT_GE(psi.some().total(), before->total_us * 1000);
+    EXPECT_LE(psi.some().total(), after->total_us * 1000);
+    EXPECT_EQ(psi.has_full(), PressureOf(ReadFile(file), "full").has_value());
+  }
+  // The pod's cgroup stalls with its container (not by as much: PSI weighs each CPU's
+  // stall time by the group's own busy time there).
+  auto pod = PodStats(p->pod_id);
+  ASSERT_TRUE(pod.ok()) << pod.status();
+  EXPECT_GT(pod->linux().memory().psi().some().total(), 0u) << pod->linux().memory().DebugString();
 }
 
 }  // namespace

@@ -1,6 +1,7 @@
 #include <gmock/gmock.h>
 #include <gtest/gtest.h>
 
+#include <limits>
 #include <map>
 #include <ostream>
 
@@ -15,6 +16,21 @@ void PrintTo(const CgroupDirs& d, std::ostream* os) {
   *os << "{cpu=" << d.cpu << " memory=" << d.memory << " pids=" << d.pids << "}";
 }
 
+void PrintTo(const Pressure& p, std::ostream* os) {
+  auto line = [&](const char* name, const std::optional<PressureLine>& l) {
+    *os << " " << name;
+    if (!l) {
+      *os << "=unset";
+      return;
+    }
+    *os << " avg10=" << l->avg10 << " avg60=" << l->avg60 << " avg300=" << l->avg300 << " total=" << l->total_us;
+  };
+  *os << "{";
+  line("some", p.some);
+  line("full", p.full);
+  *os << " }";
+}
+
 void PrintTo(const CgroupFigures& f, std::ostream* os) {
   auto opt = [](const std::optional<uint64_t>& v) { return v ? std::to_string(*v) : std::string("unset"); };
   *os << "{cpu_ns=" << opt(f.cpu_usage_ns) << " pids=" << opt(f.process_count);
@@ -25,6 +41,15 @@ void PrintTo(const CgroupFigures& f, std::ostream* os) {
         << " swap=" << opt(m.swap_usage_bytes) << " swap_limit=" << opt(m.swap_limit_bytes);
   } else {
     *os << " memory=unset";
+  }
+  for (const auto& [name, pressure] : {std::pair{"cpu", &f.cpu_pressure}, std::pair{"memory", &f.memory_pressure},
+                                       std::pair{"io", &f.io_pressure}}) {
+    *os << " " << name << ".pressure=";
+    if (*pressure) {
+      PrintTo(**pressure, os);
+    } else {
+      *os << "unset";
+    }
   }
   *os << "}";
 }
@@ -449,7 +474,16 @@ TEST(CgroupRead, V2SystemdPodAndContainer) {
               {"memory.stat", V2MemoryStat(10936320, 4833280, 5702, 71)},
               {"memory.swap.current", "4096\n"},
               {"memory.swap.max", "536870912\n"},
-              {"pids.current", "4\n"}});
+              {"pids.current", "4\n"},
+              {"cpu.pressure",
+               "some avg10=1.53 avg60=0.41 avg300=0.09 total=2219733\nfull avg10=0.76 avg60=0.20 avg300=0.04 "
+               "total=1081244\n"},
+              {"memory.pressure",
+               "some avg10=8.44 avg60=2.87 avg300=0.66 total=914511\nfull avg10=8.10 avg60=2.71 avg300=0.62 "
+               "total=873072\n"},
+              {"io.pressure",
+               "some avg10=0.00 avg60=0.00 avg300=0.00 total=35012\nfull avg10=0.00 avg60=0.00 avg300=0.00 "
+               "total=33398\n"}});
   WriteFiles(tree, absl::StrCat(pod, "/docker-", kSystemdId, ".scope"),
              {{"cpu.stat", V2CpuStat(1183242)},
               {"memory.current", "17530880\n"},
@@ -470,6 +504,9 @@ TEST(CgroupRead, V2SystemdPodAndContainer) {
                                   .swap_usage_bytes = 4096,
                                   .swap_limit_bytes = 536870912};
   pod_want.process_count = 4;
+  pod_want.cpu_pressure = Pressure{PressureLine{1.53, 0.41, 0.09, 2219733}, PressureLine{0.76, 0.20, 0.04, 1081244}};
+  pod_want.memory_pressure = Pressure{PressureLine{8.44, 2.87, 0.66, 914511}, PressureLine{8.10, 2.71, 0.62, 873072}};
+  pod_want.io_pressure = Pressure{PressureLine{0, 0, 0, 35012}, PressureLine{0, 0, 0, 33398}};
   EXPECT_EQ(layout->Read(layout->DirsOfParent(kPodSlice, true)), pod_want);
 
   tree.Write(absl::StrCat("proc/31337/cgroup"), "0::" + kSystemdScope + "\n");
@@ -540,7 +577,81 @@ TEST(CgroupRead, V2WithoutSwapAccountingOrCpuController) {
   EXPECT_FALSE(figures.memory->swap_usage_bytes.has_value());
   EXPECT_FALSE(figures.memory->swap_limit_bytes.has_value());
   EXPECT_FALSE(figures.process_count.has_value());
+  // No pressure files (a kernel without PSI, or booted with psi=0).
+  EXPECT_FALSE(figures.cpu_pressure.has_value());
+  EXPECT_FALSE(figures.memory_pressure.has_value());
+  EXPECT_FALSE(figures.io_pressure.has_value());
 }
+
+TEST(CgroupRead, V2PressureFilesAreReadEachOnItsOwn) {
+  FakeTree tree;
+  auto layout = DiscoverFake(tree, kV2Mountinfo);
+  ASSERT_TRUE(layout.ok()) << layout.status();
+  // Linux before 5.13: cpu.pressure has no "full" line; io.pressure is not there.
+  WriteFiles(tree, "sys/fs/cgroup/a",
+             {{"cpu.stat", V2CpuStat(10)},
+              {"cpu.pressure", "some avg10=0.00 avg60=0.00 avg300=0.00 total=12\n"},
+              {"memory.pressure", "some avg10=0.00 avg60=0.00 avg300=0.00 total=0\n"
+                                  "full avg10=0.00 avg60=0.00 avg300=0.00 total=0\n"}});
+  CgroupFigures figures = layout->Read(layout->DirsOfParent("/a", false));
+  EXPECT_EQ(figures.cpu_pressure, (Pressure{PressureLine{0, 0, 0, 12}, std::nullopt}));
+  EXPECT_EQ(figures.memory_pressure, (Pressure{PressureLine{}, PressureLine{}})) << "zeros that are there are kept";
+  EXPECT_FALSE(figures.io_pressure.has_value());
+  EXPECT_FALSE(figures.memory.has_value()) << "memory.pressure is the core's, not the memory controller's";
+}
+
+TEST(CgroupRead, V1HasNoPressure) {
+  FakeTree tree;
+  auto layout = DiscoverFake(tree, kThisHostMountinfo);
+  ASSERT_TRUE(layout.ok()) << layout.status();
+  // cgroup v1 has pressure files only with psi=1 and the cgroup1 PSI option: not read.
+  WriteFiles(tree, "sys/fs/cgroup/cpuacct/a",
+             {{"cpuacct.usage", "5\n"}, {"cpu.pressure", "some avg10=0.00 avg60=0.00 avg300=0.00 total=12\n"}});
+  CgroupFigures figures = layout->Read(layout->DirsOfParent("/a", false));
+  EXPECT_EQ(figures.cpu_usage_ns, 5u);
+  EXPECT_FALSE(figures.cpu_pressure.has_value());
+}
+
+struct PressureCase {
+  std::string name;
+  std::string text;
+  std::optional<Pressure> want;
+  friend void PrintTo(const PressureCase& c, std::ostream* os) { *os << c.name; }
+};
+
+class CgroupParsePressure : public ::testing::TestWithParam<PressureCase> {};
+
+TEST_P(CgroupParsePressure, Table) { EXPECT_EQ(ParsePressure(GetParam().text), GetParam().want); }
+
+INSTANTIATE_TEST_SUITE_P(
+    PressureFiles, CgroupParsePressure,
+    ::testing::Values(
+        PressureCase{"SomeAndFull",
+                     "some avg10=0.31 avg60=0.12 avg300=0.03 total=4412873\n"
+                     "full avg10=0.10 avg60=0.05 avg300=0.01 total=1830222\n",
+                     Pressure{PressureLine{0.31, 0.12, 0.03, 4412873}, PressureLine{0.10, 0.05, 0.01, 1830222}}},
+        PressureCase{"Idle",
+                     "some avg10=0.00 avg60=0.00 avg300=0.00 total=0\nfull avg10=0.00 avg60=0.00 avg300=0.00 total=0\n",
+                     Pressure{PressureLine{}, PressureLine{}}},
+        PressureCase{"SomeOnly", "some avg10=100.00 avg60=99.50 avg300=80.25 total=18446744073709551615\n",
+                     Pressure{PressureLine{100, 99.5, 80.25, std::numeric_limits<uint64_t>::max()}, std::nullopt}},
+        PressureCase{"NoTrailingNewline", "full avg10=1.00 avg60=2.00 avg300=3.00 total=4",
+                     Pressure{std::nullopt, PressureLine{1, 2, 3, 4}}},
+        // Keys are looked up by name; one the kernel may add later is skipped.
+        PressureCase{"KeysInAnyOrderAndNewOnes", "some total=9 avg300=0.03 new=1 avg60=0.02 avg10=0.01\n",
+                     Pressure{PressureLine{0.01, 0.02, 0.03, 9}, std::nullopt}},
+        // A malformed line is as if missing; the other one still counts.
+        PressureCase{"FullWithoutTotal",
+                     "some avg10=0.00 avg60=0.00 avg300=0.00 total=5\nfull avg10=0.00 avg60=0.00 avg300=0.00\n",
+                     Pressure{PressureLine{0, 0, 0, 5}, std::nullopt}},
+        PressureCase{"NegativeTotal", "some avg10=0.00 avg60=0.00 avg300=0.00 total=-5\n", std::nullopt},
+        PressureCase{"FractionalTotal", "some avg10=0.00 avg60=0.00 avg300=0.00 total=5.5\n", std::nullopt},
+        PressureCase{"NotANumber", "some avg10=nan avg60=0.00 avg300=0.00 total=5\n", std::nullopt},
+        PressureCase{"NegativeAverage", "some avg10=-1.00 avg60=0.00 avg300=0.00 total=5\n", std::nullopt},
+        PressureCase{"NoValue", "some avg10= avg60=0.00 avg300=0.00 total=5\n", std::nullopt},
+        PressureCase{"OtherPrefix", "any avg10=0.00 avg60=0.00 avg300=0.00 total=5\n", std::nullopt},
+        PressureCase{"Empty", "", std::nullopt}, PressureCase{"Garbage", "garbage\n", std::nullopt}),
+    [](const auto& info) { return info.param.name; });
 
 TEST(CgroupRead, WorkingSetIsFlooredAtZero) {
   FakeTree tree;

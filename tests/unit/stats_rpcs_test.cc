@@ -453,6 +453,65 @@ TEST_P(StatsServiceTest, MissingCgroupFilesLeaveFiguresUnset) {
   EXPECT_FALSE(stats->has_swap());                      // no swap accounting
 }
 
+// PSI: the v2 pressure files, Total in CRI's nanoseconds (the files count microseconds);
+// a file or line that is not there leaves its message unset, never zeros.
+TEST_P(StatsServiceTest, PressureFilesBecomePsiStats) {
+  const std::string pod = RunPod(PodConfig("web"));
+  const std::string id = AddContainer(pod, "app");
+  WriteCgroup(PodCgroupPath(pod), Busy(2000000000));
+  for (const std::string& path : {ContainerCgroupPath(id), PodCgroupPath(pod)}) {
+    // Where v2 has them; on v1 the cpuacct hierarchy's directory, where nothing reads them.
+    const std::string dir = (GetParam().v2 ? "sys/fs/cgroup" : "sys/fs/cgroup/cpuacct") + path;
+    // A kernel before 5.13: no "full" line for cpu.
+    tree_.Write(dir + "/cpu.pressure", "some avg10=12.50 avg60=3.25 avg300=0.75 total=4000123\n");
+    tree_.Write(dir + "/memory.pressure",
+                "some avg10=1.00 avg60=0.50 avg300=0.10 total=700\nfull avg10=0.50 avg60=0.25 avg300=0.05 total=300\n");
+  }
+
+  auto stats = Stats(id);
+  ASSERT_TRUE(stats.ok()) << stats.status();
+  auto pod_stats = PodStats(pod);
+  ASSERT_TRUE(pod_stats.ok()) << pod_stats.status();
+  ASSERT_EQ(pod_stats->linux().containers_size(), 1);
+  const v1::CpuUsage* cpus[] = {&stats->cpu(), &pod_stats->linux().cpu(), &pod_stats->linux().containers(0).cpu()};
+  const v1::MemoryUsage* memories[] = {&stats->memory(), &pod_stats->linux().memory(),
+                                       &pod_stats->linux().containers(0).memory()};
+  if (!GetParam().v2) {
+    for (const v1::CpuUsage* cpu : cpus) EXPECT_FALSE(cpu->has_psi());
+    for (const v1::MemoryUsage* memory : memories) EXPECT_FALSE(memory->has_psi());
+    EXPECT_FALSE(stats->has_io());
+    EXPECT_FALSE(pod_stats->linux().has_io());
+    return;
+  }
+  for (const v1::CpuUsage* cpu : cpus) {
+    ASSERT_TRUE(cpu->has_psi());
+    EXPECT_EQ(cpu->psi().some().total(), 4000123000u);
+    EXPECT_EQ(cpu->psi().some().avg10(), 12.5);
+    EXPECT_EQ(cpu->psi().some().avg60(), 3.25);
+    EXPECT_EQ(cpu->psi().some().avg300(), 0.75);
+    EXPECT_FALSE(cpu->psi().has_full());
+  }
+  for (const v1::MemoryUsage* memory : memories) {
+    EXPECT_EQ(memory->psi().some().total(), 700000u);
+    EXPECT_EQ(memory->psi().some().avg10(), 1.0);
+    EXPECT_EQ(memory->psi().full().total(), 300000u);
+    EXPECT_EQ(memory->psi().full().avg60(), 0.25);
+  }
+  EXPECT_FALSE(stats->has_io()) << "no io.pressure";
+  EXPECT_FALSE(pod_stats->linux().has_io());
+
+  tree_.Write("sys/fs/cgroup" + PodCgroupPath(pod) + "/io.pressure",
+              "some avg10=0.20 avg60=0.10 avg300=0.00 total=9\nfull avg10=0.10 avg60=0.00 avg300=0.00 total=8\n");
+  pod_stats = PodStats(pod);
+  ASSERT_TRUE(pod_stats.ok()) << pod_stats.status();
+  const v1::IoUsage& io = pod_stats->linux().io();
+  EXPECT_EQ(io.timestamp(), absl::ToUnixNanos(now_));
+  EXPECT_EQ(io.psi().some().total(), 9000u);
+  EXPECT_EQ(io.psi().some().avg10(), 0.2);
+  EXPECT_EQ(io.psi().full().total(), 8000u);
+  EXPECT_FALSE(pod_stats->linux().containers(0).has_io()) << "the container's own file is still missing";
+}
+
 // --- CPU rate -------------------------------------------------------------------------
 
 TEST_P(StatsServiceTest, NanoCoresIsTheRateSinceThePreviousSample) {
