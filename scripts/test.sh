@@ -20,9 +20,10 @@ BUILD=build
 # but emulated without KVM it takes 7-20x the host's time; the rest of it does not depend
 # on the cgroup version and runs on the host against three engines.
 VM_TESTS='^(StatsIntegration|ResourcesIntegration|RuntimeCgroups[A-Za-z]*|SystemdTest)\.'
-# A known open defect, left out until fixed so that CI stays meaningful: on cgroup v2 the
-# OOM kill of a pod's container is reported as reason Error (exit code 137 right) in
-# about one run in three, on Docker 20.10 and 28.5 alike. It runs on the host (v1).
+# A known open defect, left out until fixed so that CI stays meaningful: on cgroup v2 with
+# the systemd driver, Docker leaves State.OOMKilled false for some OOM kills of containers
+# under a pod slice (4 of 10 on 20.10), so the reason is Error (README, "Resources on
+# cgroup v2"). It runs on the host (v1).
 VM_TESTS_EXCLUDE='^ResourcesIntegration\.OomKillIsReportedAsOOMKilledWithExitCode137$'
 
 step() { echo; echo "==> $*"; }
