@@ -7,6 +7,7 @@
 #include "shim/cri_service.h"
 #include "shim/logs/log_copier.h"
 #include "shim/naming.h"
+#include "shim/oom/kernel_oom_log.h"
 
 namespace shim {
 
@@ -24,6 +25,10 @@ absl::StatusOr<v1::ContainerStatusResponse> CriService::ContainerStatus(const co
       !options_.log_copier->AwaitFinished(container.id, kLogDrainWait)) {
     LOG_WARN << "container " << container.id << ": its log copy has not caught up " << kLogDrainWait << " after it exited";
   }
+  // Docker's flag misses OOM kills on cgroup v2 (oom/kernel_oom_log.h); the kernel does not.
+  if (!container.state.running && !container.state.oom_killed && options_.oom_kills &&
+      options_.oom_kills->Saw(container.id))
+    container.state.oom_killed = true;
   const ImageFacts image = FactsOfImage(ctx, container.image);
   container.labels = WithoutLabelsOf(image, container.labels);
   v1::ContainerStatusResponse resp;

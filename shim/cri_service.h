@@ -39,6 +39,10 @@ namespace shim::imagevolumes {
 class ImageVolumes;
 }  // namespace shim::imagevolumes
 
+namespace shim::oom {
+class OomKills;
+}  // namespace shim::oom
+
 namespace shim::events {
 struct CriEvent;
 }
@@ -67,6 +71,8 @@ struct Options {
   streaming::UrlIssuer* streaming = nullptr;
   // Writes containers' CRI logs; without it the log files stay empty.
   logs::LogCopier* log_copier = nullptr;
+  // The kernel's record of OOM kills; without it only Docker's OOMKilled flag counts.
+  oom::OomKills* oom_kills = nullptr;
   // Measures containers' writable layers in the background; without it container stats
   // carry no writable-layer figures.
   stats::WritableLayerCollector* writable_layers = nullptr;

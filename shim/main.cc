@@ -24,6 +24,7 @@
 #include "shim/network/cni_network.h"
 #include "shim/network/docker_bridge.h"
 #include "shim/logs/log_copier.h"
+#include "shim/oom/kernel_oom_log.h"
 #include "shim/memory/memory.h"
 #include "shim/runtime_cgroups/runtime_cgroups.h"
 #include "shim/stats/writable_layers.h"
@@ -229,6 +230,8 @@ int main(int argc, char** argv) {
   copier_options.docker_socket_path = DockerSocketPath(f.docker_endpoint);
   shim::logs::LogCopier log_copier(**docker, copier_options);
   options.log_copier = &log_copier;
+  shim::oom::KernelOomLog oom_log;
+  options.oom_kills = &oom_log;
   // Writable-layer sizes take a walk of each layer: done on its own thread, read by stats.
   shim::stats::WritableLayerCollector writable_layers;
   options.writable_layers = &writable_layers;
@@ -311,6 +314,7 @@ int main(int argc, char** argv) {
   (*streaming_server)->Stop();
   log_copier.Stop();
   writable_layers.Stop();
+  oom_log.Stop();
   if (metrics_server) metrics_server->Stop();
   if (runtime_cgroups) runtime_cgroups->Stop();
   heap_trimmer.Stop();

@@ -32,13 +32,6 @@ class ContainerIntegration : public PodIntegration {
     return config;
   }
 
-  absl::StatusOr<v1::ContainerStatus> ContainerStatus(const std::string& id) {
-    v1::ContainerStatusRequest req;
-    req.set_container_id(id);
-    auto resp = service_->ContainerStatus(ctx_, req);
-    if (!resp.ok()) return resp.status();
-    return resp->status();
-  }
   absl::StatusOr<v1::ExecSyncResponse> Exec(const std::string& id, std::vector<std::string> cmd, int64_t timeout = 10) {
     v1::ExecSyncRequest req;
     req.set_container_id(id);

@@ -56,6 +56,7 @@
 #include "shim/naming.h"
 #include "shim/network/cni_network.h"
 #include "shim/network/docker_bridge.h"
+#include "shim/oom/kernel_oom_log.h"
 #include "tests/integration/env.h"
 #include "tests/integration/shell.h"
 
@@ -334,6 +335,7 @@ class PodIntegration : public ::testing::Test {
       log_copier_ = std::make_unique<logs::LogCopier>(*docker_, copier_options);
     }
     options.log_copier = log_copier_.get();
+    options.oom_kills = &oom_log_;
     service_ = std::make_unique<CriService>(options, *docker_, *network_);
     absl::Status init = service_->Init();
     ASSERT_TRUE(init.ok()) << init;
@@ -385,6 +387,13 @@ class PodIntegration : public ::testing::Test {
     v1::StartContainerRequest req;
     req.set_container_id(id);
     return service_->StartContainer(ctx_, req).status();
+  }
+
+  absl::StatusOr<v1::ContainerStatus> ContainerStatus(const std::string& id) {
+    v1::ContainerStatusRequest req;
+    req.set_container_id(id);
+    ASSIGN_OR_RETURN(v1::ContainerStatusResponse resp, service_->ContainerStatus(ctx_, req));
+    return resp.status();
   }
 
   absl::Status RemoveContainer(const std::string& id) {
@@ -477,6 +486,7 @@ class PodIntegration : public ::testing::Test {
   std::unique_ptr<network::NetworkPlugin> network_;
   network::CniNetwork* cni_ = nullptr;  // network_, when it is CNI
   std::unique_ptr<logs::LogCopier> log_copier_;  // writes the CRI log files; outlives service_
+  oom::KernelOomLog oom_log_;                    // as main.cc gives the service; outlives service_
   std::unique_ptr<CriService> service_;
   std::vector<std::string> sandboxes_;  // removed in TearDown
 };

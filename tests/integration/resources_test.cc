@@ -84,13 +84,6 @@ class ResourcesIntegration : public PodIntegration {
     return out;
   }
 
-  absl::StatusOr<v1::ContainerStatus> ContainerStatus(const std::string& id) {
-    v1::ContainerStatusRequest req;
-    req.set_container_id(id);
-    ASSIGN_OR_RETURN(v1::ContainerStatusResponse resp, service_->ContainerStatus(ctx_, req));
-    return resp.status();
-  }
-
   absl::Status Update(const std::string& id, const v1::LinuxContainerResources& resources) {
     v1::UpdateContainerResourcesRequest req;
     req.set_container_id(id);

@@ -8,6 +8,7 @@
 #include <filesystem>
 #include <fstream>
 #include <memory>
+#include <set>
 #include <string>
 #include <utility>
 #include <vector>
@@ -16,6 +17,7 @@
 
 #include "shim/cri_service.h"
 #include "shim/naming.h"
+#include "shim/oom/kernel_oom_log.h"
 #include "tests/unit/fake_docker_client.h"
 #include "tests/unit/fake_network.h"
 
@@ -43,6 +45,7 @@ class ContainerServiceTest : public ::testing::Test {
     o.root_directory = root_ + "/state";
     o.pod_infra_image = kPause;
     o.oom_score_adj_floor = -1000;
+    o.oom_kills = &oom_kills_;
     o.signal_process = [this](int pid, int signal) {
       signalled_.emplace_back(pid, signal);
       return 0;
@@ -147,6 +150,14 @@ class ContainerServiceTest : public ::testing::Test {
   v1::PodSandboxConfig pod_;
   std::string sandbox_id_;
   std::vector<std::pair<int, int>> signalled_;  // (pid, signal) sent to host processes
+  struct FakeOomKills : oom::OomKills {
+    bool Saw(const std::string& id) override {
+      ++asked;
+      return killed.contains(id);
+    }
+    std::set<std::string> killed;
+    int asked = 0;
+  } oom_kills_;
 };
 
 TEST_F(ContainerServiceTest, CreateNamesLabelsAndJoinsThePod) {
@@ -359,6 +370,41 @@ TEST_F(ContainerServiceTest, StatusFollowsTheLifecycle) {
 
   ASSERT_TRUE(Remove(*id).ok());
   EXPECT_EQ(Status(*id).status().code(), absl::StatusCode::kNotFound);
+}
+
+TEST_F(ContainerServiceTest, StatusSaysOOMKilledWhenTheKernelKilledItThoughDockerDoesNot) {
+  auto id = Create(Config());
+  ASSERT_TRUE(id.ok());
+  ASSERT_TRUE(Start(*id).ok());
+  const auto exit_137 = [](dockerclient::ContainerInspect& c) {
+    c.state.running = false;
+    c.state.status = "exited";
+    c.state.exit_code = 137;
+    c.state.oom_killed = false;  // containerd missed the cgroup's memory.events
+    c.state.finished_at = "2026-12-04T07:00:00.5Z";
+  };
+  docker_.EditContainer(*id, exit_137);
+  auto killed = Status(*id);
+  ASSERT_TRUE(killed.ok()) << killed.status();
+  EXPECT_EQ(killed->reason(), "Error");  // killed by someone else
+  EXPECT_EQ(oom_kills_.asked, 1);
+
+  oom_kills_.killed.insert(*id);
+  killed = Status(*id);
+  ASSERT_TRUE(killed.ok()) << killed.status();
+  EXPECT_EQ(killed->reason(), "OOMKilled");
+  EXPECT_EQ(killed->exit_code(), 137);
+}
+
+TEST_F(ContainerServiceTest, StatusOfARunningContainerDoesNotAskTheKernelLog) {
+  auto id = Create(Config());
+  ASSERT_TRUE(id.ok());
+  ASSERT_TRUE(Start(*id).ok());
+  oom_kills_.killed.insert(*id);  // a child process was killed; the container runs on
+  auto running = Status(*id);
+  ASSERT_TRUE(running.ok());
+  EXPECT_EQ(running->state(), v1::CONTAINER_RUNNING);
+  EXPECT_EQ(oom_kills_.asked, 0);
 }
 
 TEST_F(ContainerServiceTest, StatusOfASandboxIsNotFound) {
