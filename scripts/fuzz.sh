@@ -7,6 +7,7 @@
 #
 #   scripts/fuzz.sh                 FUZZ_SECONDS=15 each (CI: 10 targets, under 3 minutes)
 #   FUZZ_SECONDS=300 scripts/fuzz.sh   a longer run by hand
+#   BUILD_ONLY=1 scripts/fuzz.sh       builds the targets, runs nothing
 set -euo pipefail
 cd "$(dirname "${BASH_SOURCE[0]}")/.."
 BUILD=${BUILD:-build-fuzz}
@@ -17,6 +18,7 @@ command -v ccache >/dev/null && launcher=(-DCMAKE_CXX_COMPILER_LAUNCHER=ccache -
 CC=clang CXX=clang++ cmake -S . -B "$BUILD" -G Ninja -DCMAKE_BUILD_TYPE=RelWithDebInfo -DDOCKERSHIM_FUZZ=ON \
   "${launcher[@]}" >/dev/null
 cmake --build "$BUILD" -j2 --target fuzzers
+[[ ${BUILD_ONLY:-0} == 1 ]] && exit 0
 
 failed=()
 for target in "$BUILD"/tests/fuzz/*_fuzz; do

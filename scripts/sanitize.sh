@@ -6,6 +6,7 @@
 #
 #   scripts/sanitize.sh                        every unit test
 #   scripts/sanitize.sh --gtest_filter='Foo*'  passed on to both binaries
+#   BUILD_ONLY=1 scripts/sanitize.sh           builds them, runs nothing
 set -euo pipefail
 cd "$(dirname "${BASH_SOURCE[0]}")/.."
 BUILD=${BUILD:-build-asan}
@@ -16,6 +17,7 @@ CC=clang CXX=clang++ cmake -S . -B "$BUILD" -G Ninja -DCMAKE_BUILD_TYPE=Sanitize
   -DDOCKERSHIM_SANITIZE=ON -DCMAKE_CXX_FLAGS_SANITIZE='-O1 -gline-tables-only' -DCMAKE_C_FLAGS_SANITIZE='-O1' \
   "${launcher[@]}" >/dev/null
 cmake --build "$BUILD" -j2 --target unit_tests streaming_unit_tests
+[[ ${BUILD_ONLY:-0} == 1 ]] && exit 0
 
 export ASAN_OPTIONS=${ASAN_OPTIONS:-detect_stack_use_after_return=1:strict_string_checks=1:check_initialization_order=1}
 export UBSAN_OPTIONS=${UBSAN_OPTIONS:-print_stacktrace=1:halt_on_error=1}
