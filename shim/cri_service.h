@@ -286,6 +286,12 @@ class CriService {
   FsUsage fs_usage_;  // guarded by fs_usage_mu_
   std::map<std::string, ImageFacts> image_facts_;  // by image ID; guarded by mu_
   std::optional<stats::CgroupLayout> cgroup_layout_;  // unset when the host's cgroup mounts are not found
+  // Names of the infra containers this process's RunPodSandbox calls are making, from
+  // before the Docker create until the call returns. ListPodSandbox leaves them out, as
+  // containerd lists a sandbox only once RunPodSandbox made it ready: otherwise the
+  // kubelet's PLEG sees it NOTREADY while it is created (a "ContainerDied" event for the
+  // sandbox), then READY before its network is set up (a status without an IP).
+  std::multiset<std::string> sandboxes_in_flight_;  // guarded by mu_
 };
 
 }  // namespace shim

@@ -1,5 +1,7 @@
 // RunPodSandbox: the pod's infra container, its network, its checkpoint.
 // Every step that fails undoes the steps before it.
+#include <mutex>
+
 #include "absl/cleanup/cleanup.h"
 #include "absl/strings/str_cat.h"
 #include "absl/strings/str_join.h"
@@ -100,7 +102,15 @@ absl::StatusOr<v1::RunPodSandboxResponse> CriService::RunPodSandbox(const common
   const std::string name = MakeSandboxName(config.metadata());
   CreationMarkers markers(options_.root_directory);
   RETURN_IF_ERROR(common::Annotate(markers.Mark(name), "RunPodSandbox"));
-  absl::Cleanup unmark = [&] { markers.Unmark(name); };
+  {
+    std::lock_guard lock(mu_);
+    sandboxes_in_flight_.insert(name);
+  }
+  absl::Cleanup unmark = [&] {
+    markers.Unmark(name);
+    std::lock_guard lock(mu_);
+    sandboxes_in_flight_.erase(sandboxes_in_flight_.find(name));
+  };
   absl::StatusOr<std::string> created = docker_.CreateContainer(ctx, name, body);
   if (absl::IsAlreadyExists(created.status())) {
     // Only a container known to be stopped is replaced; its network and

@@ -6,6 +6,7 @@
 
 #include "absl/strings/match.h"
 #include "absl/strings/str_cat.h"
+#include "absl/strings/strip.h"
 #include "absl/time/time.h"
 #include "common/log.h"
 #include "common/status.h"
@@ -110,10 +111,17 @@ absl::StatusOr<v1::ListPodSandboxResponse> CriService::ListPodSandbox(const comm
   list.label_filter[kContainerTypeLabel] = kContainerTypeSandbox;
   if (!filter.id().empty()) list.id = filter.id();
   ASSIGN_OR_RETURN(auto containers, docker_.ListContainers(ctx, list));
+  std::multiset<std::string> in_flight;
+  {
+    std::lock_guard lock(mu_);
+    in_flight = sandboxes_in_flight_;
+  }
 
   v1::ListPodSandboxResponse resp;
   for (const auto& c : containers) {
     const std::string name = c.names.empty() ? "" : c.names.front();
+    // Not listed until RunPodSandbox returns (sandboxes_in_flight_ in cri_service.h).
+    if (!name.empty() && in_flight.count(std::string(absl::StripPrefix(name, "/"))) > 0) continue;
     v1::PodSandbox sandbox;
     *sandbox.mutable_metadata() = SandboxMetadataOf(name, c.labels);
     if (sandbox.metadata().name().empty()) {

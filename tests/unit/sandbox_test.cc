@@ -370,6 +370,45 @@ TEST_F(SandboxServiceTest, RollbackWhenInfraContainerExitsRightAfterStart) {
   ExpectNothingLeft();
 }
 
+// The kubelet's PLEG relists every second while RunPodSandbox runs. containerd lists a
+// sandbox only once RunPodSandbox made it ready; a shim that lists it earlier shows the
+// kubelet a NOTREADY sandbox (PLEG "ContainerDied" for it) and then a READY one whose
+// status has no IP yet, as kubelet 1.36 logged on scripts/vm.sh's node.
+TEST_F(SandboxServiceTest, ListLeavesOutASandboxUntilRunReturns) {
+  auto first = Run(PodConfig("first"));
+  ASSERT_TRUE(first.ok()) << first.status();
+  std::optional<absl::StatusOr<v1::ListPodSandboxResponse>> during;
+  network_.after_setup = [&] { during = List(); };
+  auto second = Run(PodConfig("second"));
+  ASSERT_TRUE(second.ok()) << second.status();
+  ASSERT_TRUE(during.has_value());
+  ASSERT_TRUE(during->ok()) << during->status();
+  ASSERT_EQ((*during)->items_size(), 1);
+  EXPECT_EQ((*during)->items(0).id(), *first);
+
+  auto after = List();
+  ASSERT_TRUE(after.ok()) << after.status();
+  std::set<std::string> ids;
+  for (const auto& s : after->items()) {
+    ids.insert(s.id());
+    EXPECT_EQ(s.state(), v1::SANDBOX_READY);
+  }
+  EXPECT_EQ(ids, (std::set<std::string>{*first, *second}));
+}
+
+// A sandbox whose RunPodSandbox failed is not hidden from the next list by a leftover.
+TEST_F(SandboxServiceTest, ListShowsSandboxesAgainAfterAFailedRun) {
+  network_.setup_error = absl::InternalError("plugin bridge: no IP addresses available");
+  ASSERT_FALSE(Run(PodConfig()).ok());
+  network_.setup_error = absl::OkStatus();
+  auto id = Run(PodConfig());
+  ASSERT_TRUE(id.ok()) << id.status();
+  auto listed = List();
+  ASSERT_TRUE(listed.ok()) << listed.status();
+  ASSERT_EQ(listed->items_size(), 1);
+  EXPECT_EQ(listed->items(0).id(), *id);
+}
+
 TEST_F(SandboxServiceTest, RollbackWhenNetworkSetUpFails) {
   network_.setup_error = absl::InternalError("plugin bridge: no IP addresses available");
   auto id = Run(PodConfig());
