@@ -152,6 +152,7 @@ class LogCopier::Follower final : public std::enable_shared_from_this<Follower> 
     options.socket_path = copier_.options_.docker_socket_path;
     options.api_version = api_version_;
     options.container_id = id_;
+    options.follow = !final_read_;
     if (last_nanos_ > 0) options.since = SinceParameter(last_nanos_);
     std::weak_ptr<Follower> weak = weak_from_this();
     stream_ = std::make_shared<dockerclient::LogStream>(
@@ -249,6 +250,15 @@ class LogCopier::Follower final : public std::enable_shared_from_this<Follower> 
   void OnEnd(absl::Status status) {
     stream_.reset();
     if (stopped_) return;
+    // dockerd (20.10 at least) can end a followed stream when the container stops
+    // before its follower has read the last messages: those logged as the container's
+    // output closes, e.g. a last line without a newline. What it stored is read once
+    // more, without follow, from the last line copied (the lines already copied are
+    // skipped as on any resume). Not with a TTY, whose unfinished line is held here.
+    if (status.ok() && !final_read_ && !tty_) {
+      final_read_ = true;
+      return StartStream();
+    }
     if (status.ok() || absl::IsNotFound(status)) return Finish();  // stopped, or removed
     if (absl::IsInvalidArgument(status) || absl::IsUnimplemented(status)) {
       LOG_WARN << "container " << id_ << ": " << status.message() << "; its CRI log stays empty";
@@ -291,6 +301,7 @@ class LogCopier::Follower final : public std::enable_shared_from_this<Follower> 
   std::shared_ptr<dockerclient::LogStream> stream_;
   common::UniqueFd fd_;
   bool write_failing_ = false, stopped_ = false, finished_ = false;
+  bool final_read_ = false;  // the followed stream ended: reading what Docker stored, to its end
   absl::Time last_open_attempt_ = absl::InfinitePast();
   std::string tty_line_, pending_;
   std::string lines_;  // of the message at hand, reused
