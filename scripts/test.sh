@@ -78,7 +78,13 @@ for engine in $DOCKERSHIM_TEST_ENGINES; do
   # shellcheck source=/dev/null
   source /var/tmp/dockershim-test/env.sh
   step "integration tests on Docker $(DOCKER_HOST=$DOCKERSHIM_TEST_DOCKER docker version -f '{{.Server.Version}} (API {{.Server.APIVersion}})') at $DOCKERSHIM_TEST_DOCKER"
-  run "integration-docker-$engine" ctest --test-dir "$BUILD" --output-on-failure -L integration --timeout 600
+  # On 26.1, between the two API versions that bracket it, the tests of the shim's own
+  # restart recovery, load and relists are left out: they use no engine feature that
+  # differs, and take about a third of the suite's time (CI's 60 minutes).
+  exclude=""
+  [[ $engine == 26 ]] && exclude='^(RecoveryTest|LoadTest|RelistIntegration)\.|^DaemonTest\.KillNine'
+  run "integration-docker-$engine" ctest --test-dir "$BUILD" --output-on-failure -L integration --timeout 600 \
+    ${exclude:+-E "$exclude"}
 done
 if [[ -n $VM_ENGINES ]]; then
   step "integration tests on a cgroup v2 node with systemd (scripts/vm.sh), Docker $VM_ENGINES"
