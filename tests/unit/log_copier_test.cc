@@ -109,10 +109,12 @@ class LogCopierTest : public ::testing::Test {
   // What a test's script waits for. A member, not a test's local, because the script's
   // thread may still run after the test body returns, until server_ is destroyed.
   std::atomic<bool> release_{false};
-  std::unique_ptr<testhttp::UnixHttpServer> server_;
-  std::unique_ptr<LogCopier> copier_;
+  // Before server_: its thread records requests until server_ is destroyed (the copier's
+  // last read of an ended stream may come while the fixture is torn down).
   std::mutex mu_;
   std::vector<std::string> targets_;
+  std::unique_ptr<testhttp::UnixHttpServer> server_;
+  std::unique_ptr<LogCopier> copier_;
 };
 
 constexpr char kT1[] = "2026-12-01T10:00:00.000000001Z";
