@@ -124,6 +124,10 @@ std::string ImageRef::Familiar() const {
 
 bool LooksLikeImageId(absl::string_view text) {
   if (absl::StartsWith(text, "sha256:")) text.remove_prefix(7);
+  return IsDockerId(text);
+}
+
+bool IsDockerId(absl::string_view text) {
   if (text.size() != 64) return false;
   for (char ch : text)
     if (!absl::ascii_isxdigit(ch) || absl::ascii_isupper(ch)) return false;

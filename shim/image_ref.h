@@ -29,5 +29,7 @@ absl::StatusOr<ImageRef> ParseImageRef(absl::string_view text);
 
 // True for "sha256:<64 hex>" and bare 64-hex image IDs.
 bool LooksLikeImageId(absl::string_view text);
+// 64 lowercase hex digits: the form of Docker's image and container IDs.
+bool IsDockerId(absl::string_view text);
 
 }  // namespace shim

@@ -9,22 +9,15 @@
 #include <cstring>
 #include <vector>
 
-#include "absl/strings/ascii.h"
 #include "absl/strings/match.h"
 #include "absl/strings/str_split.h"
 #include "absl/strings/strip.h"
 #include "common/log.h"
+#include "shim/image_ref.h"
 
 namespace shim::oom {
 
 namespace {
-
-bool IsContainerId(absl::string_view s) {
-  if (s.size() != 64) return false;
-  for (char c : s)
-    if (!absl::ascii_isdigit(c) && !(c >= 'a' && c <= 'f')) return false;
-  return true;
-}
 
 // The innermost component of a cgroup path that names a Docker container (a container
 // may make cgroups of its own below its scope).
@@ -33,7 +26,7 @@ std::optional<std::string> ContainerOfCgroup(absl::string_view path) {
   for (auto it = parts.rbegin(); it != parts.rend(); ++it) {
     absl::string_view part = *it;
     if (absl::ConsumePrefix(&part, "docker-") && !absl::ConsumeSuffix(&part, ".scope")) continue;
-    if (IsContainerId(part)) return std::string(part);
+    if (IsDockerId(part)) return std::string(part);
   }
   return std::nullopt;
 }
@@ -60,32 +53,23 @@ std::optional<std::string> OomKilledContainer(absl::string_view record) {
   return std::nullopt;
 }
 
-KernelOomLog::KernelOomLog(std::string path) {
-  log_fd_ = ::open(path.c_str(), O_RDONLY | O_NONBLOCK | O_CLOEXEC);
-  if (log_fd_ < 0) {
+KernelOomLog::KernelOomLog(std::string path) : log_fd_(::open(path.c_str(), O_RDONLY | O_NONBLOCK | O_CLOEXEC)) {
+  if (!log_fd_) {
     LOG_WARN << "cannot read the kernel log " << path << " (" << std::strerror(errno)
              << "): an OOM kill is reported as OOMKilled only when Docker says so, which on cgroup v2 it "
                 "may not";
     return;
   }
-  wake_fd_ = ::eventfd(0, EFD_CLOEXEC);
-  {
-    std::lock_guard lock(mu_);
-    ReadAvailable();
-  }
-  if (wake_fd_ >= 0) thread_ = std::thread([this] { Run(); });
-}
-
-KernelOomLog::~KernelOomLog() {
-  Stop();
-  if (log_fd_ >= 0) ::close(log_fd_);
-  if (wake_fd_ >= 0) ::close(wake_fd_);
+  // The records already there are read by the thread (the log polls readable) or by the
+  // first Saw, whichever comes first: not on the shim's start-up path.
+  wake_fd_.Reset(::eventfd(0, EFD_CLOEXEC));
+  if (wake_fd_) thread_ = std::thread([this] { Run(); });
 }
 
 void KernelOomLog::Stop() {
   if (!thread_.joinable()) return;
   const uint64_t one = 1;
-  if (::write(wake_fd_, &one, sizeof one) < 0) LOG_WARN << "kernel log: cannot wake its reader: " << std::strerror(errno);
+  if (::write(wake_fd_.get(), &one, sizeof one) < 0) LOG_WARN << "kernel log: cannot wake its reader: " << std::strerror(errno);
   thread_.join();
 }
 
@@ -96,7 +80,7 @@ bool KernelOomLog::Saw(const std::string& id) {
 }
 
 void KernelOomLog::Run() {
-  pollfd fds[2] = {{wake_fd_, POLLIN, 0}, {log_fd_, POLLIN, 0}};
+  pollfd fds[2] = {{wake_fd_.get(), POLLIN, 0}, {log_fd_.get(), POLLIN, 0}};
   for (;;) {
     if (::poll(fds, 2, -1) < 0) {
       if (errno == EINTR) continue;
@@ -111,10 +95,10 @@ void KernelOomLog::Run() {
 }
 
 void KernelOomLog::ReadAvailable() {
-  if (log_fd_ < 0 || !readable_) return;
+  if (!log_fd_ || !readable_) return;
   char record[8192];  // one record per read; the kernel's are at most 1 KiB of text plus keys
   for (;;) {
-    const ssize_t n = ::read(log_fd_, record, sizeof record);
+    const ssize_t n = ::read(log_fd_.get(), record, sizeof record);
     if (n < 0) {
       if (errno == EINTR) continue;
       if (errno == EPIPE) continue;  // records overwritten before we read them: go on after them

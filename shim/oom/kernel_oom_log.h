@@ -15,6 +15,7 @@
 
 #include "absl/container/flat_hash_set.h"
 #include "absl/strings/string_view.h"
+#include "common/unique_fd.h"
 
 namespace shim::oom {
 
@@ -38,7 +39,7 @@ class KernelOomLog : public OomKills {
   // follows new ones on a thread of its own. Without a readable log (no /dev/kmsg, no
   // CAP_SYSLOG) it logs that once and Saw answers false: Docker's flag alone decides.
   explicit KernelOomLog(std::string path = "/dev/kmsg");
-  ~KernelOomLog() override;  // Stop()
+  ~KernelOomLog() override { Stop(); }
   KernelOomLog(const KernelOomLog&) = delete;
   KernelOomLog& operator=(const KernelOomLog&) = delete;
 
@@ -57,9 +58,9 @@ class KernelOomLog : public OomKills {
   static constexpr size_t kMaxRemembered = 4096;
 
   std::mutex mu_;
-  int log_fd_ = -1;                       // non-blocking; reads guarded by mu_
+  common::UniqueFd log_fd_;               // non-blocking; reads guarded by mu_
   bool readable_ = true;                  // false after a read error; guarded by mu_
-  int wake_fd_ = -1;                      // eventfd that ends Run
+  common::UniqueFd wake_fd_;              // eventfd that ends Run
   std::deque<std::string> order_;         // oldest first; guarded by mu_
   absl::flat_hash_set<std::string> ids_;  // guarded by mu_
   std::thread thread_;
