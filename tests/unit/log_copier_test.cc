@@ -199,8 +199,12 @@ TEST_F(LogCopierTest, ABrokenStreamResumesWhereItStopped) {
   });
   copier_->Follow("c1", path_, false);
   EXPECT_TRUE(FileHolds(absl::StrCat(kT1, " stdout F one\n", kT2, " stdout F two\n"))) << ReadFile(path_);
-  ASSERT_GE(Targets().size(), 2u);  // then the read without follow after the end
-  EXPECT_THAT(Targets()[1], HasSubstr("&since=1796119200.000000001"));
+  EXPECT_TRUE(copier_->AwaitFinished("c1", absl::Seconds(5)));
+  // The resumed follow, then the read without follow after its end (which adds nothing).
+  ASSERT_EQ(Targets().size(), 3u);
+  EXPECT_THAT(Targets()[1], HasSubstr("&follow=1&since=1796119200.000000001"));
+  EXPECT_THAT(Targets()[2], HasSubstr("&follow=0&since=1796119200.000000002"));
+  EXPECT_EQ(ReadFile(path_), absl::StrCat(kT1, " stdout F one\n", kT2, " stdout F two\n"));
 }
 
 TEST_F(LogCopierTest, AfterTheFollowedStreamEndsReadsWhatDockerStoredLast) {
