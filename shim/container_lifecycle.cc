@@ -119,8 +119,9 @@ absl::Status CriService::WriteCreatedCgroupFiles(const common::Context& ctx,
 }
 
 absl::StatusOr<dockerclient::ContainerInspect> CriService::InspectCriContainer(const common::Context& ctx,
-                                                                               const std::string& id) {
-  ASSIGN_OR_RETURN(dockerclient::ContainerInspect inspect, docker_.InspectContainer(ctx, id));
+                                                                               const std::string& id,
+                                                                               Reading reading) {
+  ASSIGN_OR_RETURN(dockerclient::ContainerInspect inspect, Inspect(ctx, id, reading));
   if (LabelValue(inspect.labels, kContainerTypeLabel) != kContainerTypeContainer) {
     return absl::NotFoundError(absl::StrCat("container ", id, " not found (Docker container ", inspect.id,
                                             " is not a Kubernetes container)"));

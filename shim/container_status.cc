@@ -18,7 +18,7 @@ constexpr absl::Duration kLogDrainWait = absl::Seconds(2);
 absl::StatusOr<v1::ContainerStatusResponse> CriService::ContainerStatus(const common::Context& ctx,
                                                                         const v1::ContainerStatusRequest& req) {
   if (req.container_id().empty()) return absl::InvalidArgumentError("ContainerStatus: container_id is required");
-  ASSIGN_OR_RETURN(dockerclient::ContainerInspect container, InspectCriContainer(ctx, req.container_id()));
+  ASSIGN_OR_RETURN(dockerclient::ContainerInspect container, InspectCriContainer(ctx, req.container_id(), Reading::kForStatus));
   // As with containerd, an exited container's log is complete once its status says so
   // (critest and `kubectl logs` read it right after).
   if (options_.log_copier && container.state.status == "exited" &&
@@ -42,7 +42,7 @@ absl::StatusOr<v1::ListContainersResponse> CriService::ListContainers(const comm
   const v1::ContainerFilter& filter = req.filter();
   if (filter.pod_sandbox_id().empty()) return ListContainersOf(ctx, filter, "");
   // crictl passes ID prefixes; the label holds the full ID.
-  absl::StatusOr<dockerclient::ContainerInspect> sandbox = InspectSandbox(ctx, filter.pod_sandbox_id());
+  absl::StatusOr<dockerclient::ContainerInspect> sandbox = InspectSandbox(ctx, filter.pod_sandbox_id(), Reading::kForStatus);
   if (absl::IsNotFound(sandbox.status())) return v1::ListContainersResponse();
   RETURN_IF_ERROR(sandbox.status());
   return ListContainersOf(ctx, filter, sandbox->id);

@@ -8,6 +8,7 @@
 #include "shim/imagevolumes/image_volumes.h"
 #include "shim/naming.h"
 #include "shim/stats_sampler.h"
+#include "shim/view/container_view.h"
 
 namespace shim {
 
@@ -40,6 +41,12 @@ absl::Status CriService::Init() {
 }
 
 CriService::~CriService() = default;
+
+absl::StatusOr<dockerclient::ContainerInspect> CriService::Inspect(const common::Context& ctx,
+                                                                   const std::string& id, Reading reading) {
+  if (reading == Reading::kForStatus && options_.container_view) return options_.container_view->InspectForStatus(ctx, id);
+  return docker_.InspectContainer(ctx, id);
+}
 
 void CriService::RemoveUnusedImageVolumes(const common::Context& ctx, const dockerclient::Labels& labels) {
   const std::string ids = LabelValue(labels, kImageVolumesLabel);

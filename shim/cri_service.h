@@ -47,6 +47,10 @@ namespace shim::events {
 struct CriEvent;
 }
 
+namespace shim::view {
+class ContainerView;
+}
+
 namespace shim {
 
 namespace v1 = ::runtime::v1;
@@ -76,6 +80,9 @@ struct Options {
   // Measures containers' writable layers in the background; without it container stats
   // carry no writable-layer figures.
   stats::WritableLayerCollector* writable_layers = nullptr;
+  // Relists from memory: status calls read the view's held inspects while it is live
+  // (lists go through the ViewClient the service is given). Null: status calls ask Docker.
+  view::ContainerView* container_view = nullptr;
   // Where stats read /proc, and a prefix of the cgroup mount points it lists (a fake
   // tree in tests).
   std::string proc_root = "/proc";
@@ -196,8 +203,14 @@ class CriService {
   // Sandbox helpers (sandbox_run.cc / sandbox_stop_remove.cc).
   absl::StatusOr<std::string> DockerRuntimeFor(const common::Context& ctx, const std::string& handler);
   absl::Status EnsurePauseImage(const common::Context& ctx);
+  // Which inspect a caller needs: one that acts on a container needs Docker's state now;
+  // a status call takes what a list would show (the view's last read, when it has one).
+  enum class Reading { kDocker, kForStatus };
+  absl::StatusOr<dockerclient::ContainerInspect> Inspect(const common::Context& ctx, const std::string& id,
+                                                        Reading reading);
   // Inspects `id` (ID or unique prefix); NOT_FOUND unless it is a pod infra container.
-  absl::StatusOr<dockerclient::ContainerInspect> InspectSandbox(const common::Context& ctx, const std::string& id);
+  absl::StatusOr<dockerclient::ContainerInspect> InspectSandbox(const common::Context& ctx, const std::string& id,
+                                                               Reading reading = Reading::kDocker);
   // Stops the pod's containers, detaches its network, stops the infra container.
   absl::Status StopSandbox(const common::Context& ctx, const dockerclient::ContainerInspect& sandbox);
   // Detaches the network recorded in the checkpoint (once); `netns` may be empty.
@@ -228,7 +241,8 @@ class CriService {
                                      v1::ListPodSandboxResponse& resp);
   // Inspects `id` (ID or unique prefix); NOT_FOUND unless it is a CRI app container.
   absl::StatusOr<dockerclient::ContainerInspect> InspectCriContainer(const common::Context& ctx,
-                                                                     const std::string& id);
+                                                                     const std::string& id,
+                                                                     Reading reading = Reading::kDocker);
   // ListContainers once the pod filter is resolved: `sandbox_id` is a full ID, or empty.
   absl::StatusOr<v1::ListContainersResponse> ListContainersOf(const common::Context& ctx,
                                                               const v1::ContainerFilter& filter,

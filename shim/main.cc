@@ -239,6 +239,7 @@ int main(int argc, char** argv) {
   // Relists from memory: the view follows Docker's events with the hub (below).
   shim::view::ContainerView view(**docker);
   shim::view::ViewClient viewed(**docker, view);
+  if (f.relist_from_memory) options.container_view = &view;
   shim::CriService service(options, f.relist_from_memory ? static_cast<dockerclient::DockerClient&>(viewed) : **docker,
                            *network);
   if (absl::Status s = service.Init(); !s.ok()) {

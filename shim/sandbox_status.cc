@@ -53,7 +53,7 @@ absl::StatusOr<v1::PodSandboxStatusResponse> CriService::PodSandboxStatus(const 
                                                                           const v1::PodSandboxStatusRequest& req) {
   if (req.pod_sandbox_id().empty())
     return absl::InvalidArgumentError("PodSandboxStatus: pod_sandbox_id is required");
-  ASSIGN_OR_RETURN(dockerclient::ContainerInspect sandbox, InspectSandbox(ctx, req.pod_sandbox_id()));
+  ASSIGN_OR_RETURN(dockerclient::ContainerInspect sandbox, InspectSandbox(ctx, req.pod_sandbox_id(), Reading::kForStatus));
   absl::StatusOr<SandboxCheckpoint> checkpoint = checkpoints_.Read(sandbox.id);
 
   v1::PodSandboxStatusResponse resp;

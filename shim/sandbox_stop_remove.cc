@@ -23,8 +23,8 @@ absl::Status RequireId(const std::string& id, const char* rpc) {
 }  // namespace
 
 absl::StatusOr<dockerclient::ContainerInspect> CriService::InspectSandbox(const common::Context& ctx,
-                                                                          const std::string& id) {
-  ASSIGN_OR_RETURN(dockerclient::ContainerInspect inspect, docker_.InspectContainer(ctx, id));
+                                                                          const std::string& id, Reading reading) {
+  ASSIGN_OR_RETURN(dockerclient::ContainerInspect inspect, Inspect(ctx, id, reading));
   if (LabelValue(inspect.labels, kContainerTypeLabel) != kContainerTypeSandbox)
     return absl::NotFoundError(absl::StrCat("pod sandbox ", id, " not found (container ", inspect.id,
                                             " is not a pod infra container)"));

@@ -52,6 +52,15 @@ bool Matches(const dockerclient::ContainerSummary& c, const dockerclient::ListCo
   return true;
 }
 
+// What the view keeps of an inspect: all but the raw JSON, of which only HostConfig is
+// read (PodSandboxStatus's verbose info); the rest would multiply the view's memory.
+dockerclient::ContainerInspect Kept(const dockerclient::ContainerInspect& c) {
+  dockerclient::ContainerInspect kept = c;
+  kept.raw = nlohmann::json::object();
+  if (auto host_config = c.raw.find("HostConfig"); host_config != c.raw.end()) kept.raw["HostConfig"] = *host_config;
+  return kept;
+}
+
 }  // namespace
 
 dockerclient::ContainerSummary SummaryOf(const dockerclient::ContainerInspect& c) {
@@ -102,25 +111,58 @@ std::optional<std::vector<dockerclient::ContainerSummary>> ContainerView::List(
   if (!live_) return std::nullopt;
   std::vector<dockerclient::ContainerSummary> out;
   for (const auto& [id, c] : containers_) {
-    if (Matches(c, options)) out.push_back(c);
+    if (Matches(c.summary, options)) out.push_back(c.summary);
   }
   return out;
+}
+
+absl::StatusOr<dockerclient::ContainerInspect> ContainerView::InspectForStatus(const common::Context& ctx,
+                                                                               const std::string& id) {
+  if (std::optional<dockerclient::ContainerInspect> held = HeldInspect(id)) return *std::move(held);
+  return Read(ctx, id);
+}
+
+std::optional<dockerclient::ContainerInspect> ContainerView::HeldInspect(const std::string& id) const {
+  std::lock_guard lock(mu_);
+  if (!live_) return std::nullopt;
+  auto it = containers_.find(id);
+  if (it == containers_.end()) return std::nullopt;
+  return it->second.inspect;
+}
+
+absl::StatusOr<dockerclient::ContainerInspect> ContainerView::Read(const common::Context& ctx, const std::string& id) {
+  const uint64_t began = BeginRead();
+  absl::StatusOr<dockerclient::ContainerInspect> c = docker_.InspectContainer(ctx, id);
+  std::lock_guard lock(mu_);
+  if (c.ok()) {
+    auto it = containers_.find(c->id);
+    if (live_ && it != containers_.end() && !it->second.inspect && !removed_.contains(c->id) &&
+        it->second.summary.state == c->state.status)
+      it->second.inspect = Kept(*c);
+  } else if (absl::IsNotFound(c.status())) {
+    // Removed behind the shim's back, and its destroy event not read yet: a status call
+    // that finds it gone takes it off the lists.
+    Bury(id);
+  }
+  EndRead(began);
+  return c;
 }
 
 void ContainerView::Refresh(const common::Context& ctx, const std::string& id) {
   if (!Live()) return;
   std::lock_guard refresh(refresh_mu_);
-  Reread(ctx, id);
+  Reread(ctx, id).IgnoreError();
 }
 
-void ContainerView::Reread(const common::Context& ctx, const std::string& id) {
+absl::StatusOr<dockerclient::ContainerInspect> ContainerView::Reread(const common::Context& ctx,
+                                                                     const std::string& id) {
   const uint64_t began = BeginRead();
   absl::StatusOr<dockerclient::ContainerInspect> c = docker_.InspectContainer(ctx, id);
   std::lock_guard lock(mu_);
   if (c.ok()) {
     // What was read before its removal was applied (meanwhile) stays removed.
     if (c->labels.contains(kContainerTypeLabel) && !removed_.contains(c->id)) {
-      containers_[c->id] = SummaryOf(*c);
+      containers_[c->id] = Held{SummaryOf(*c), Kept(*c)};
     } else {
       containers_.erase(c->id);
     }
@@ -131,6 +173,7 @@ void ContainerView::Reread(const common::Context& ctx, const std::string& id) {
     LOG_DEBUG << "container view: cannot read container " << id << ": " << c.status().message();
   }
   EndRead(began);
+  return c;
 }
 
 uint64_t ContainerView::BeginRead() {
@@ -166,19 +209,19 @@ void ContainerView::Bury(const std::string& id) {
   // A name may have moved to another container (rename): what holds it is dropped
   // (its rename event reads it again) but not remembered as removed.
   std::erase_if(containers_, [&](const auto& entry) {
-    const auto& names = entry.second.names;
+    const auto& names = entry.second.summary.names;
     return std::find(names.begin(), names.end(), "/" + id) != names.end();
   });
 }
 
 void ContainerView::OnEvent(const dockerclient::DockerEvent& event) {
   if (event.action == "destroy") return Forget(event.id);
-  // The actions that change what a list shows; exec_*, attach, resize, kill (a die
-  // follows), health_status ... do not.
-  static const std::set<std::string> kChanging = {"create", "start", "die", "pause", "unpause", "rename"};
+  // The actions that change what a list or a status shows ("update": the resources);
+  // exec_*, attach, resize, kill (a die follows), health_status ... do not.
+  static const std::set<std::string> kChanging = {"create", "start", "die", "pause", "unpause", "rename", "update"};
   if (!kChanging.contains(event.action)) return;
   std::lock_guard refresh(refresh_mu_);
-  Reread(common::Context::WithTimeout(kDockerTimeout), event.id);
+  Reread(common::Context::WithTimeout(kDockerTimeout), event.id).IgnoreError();
 }
 
 absl::StatusOr<std::vector<dockerclient::DockerEvent>> ContainerView::Reconcile() {
@@ -197,10 +240,16 @@ absl::StatusOr<std::vector<dockerclient::DockerEvent>> ContainerView::Reconcile(
     EndRead(began);
     return listed.status();
   }
-  std::map<std::string, dockerclient::ContainerSummary> fresh;
+  std::map<std::string, Held> fresh;
   for (dockerclient::ContainerSummary& c : *listed) {
     // Listed before its removal, which was applied meanwhile.
-    if (!removed_.contains(c.id)) fresh.emplace(c.id, std::move(c));
+    if (removed_.contains(c.id)) continue;
+    Held held{std::move(c), std::nullopt};
+    // An inspect stays good while the container is in the state it was read in.
+    auto old = containers_.find(held.summary.id);
+    if (old != containers_.end() && old->second.summary.state == held.summary.state)
+      held.inspect = std::move(old->second.inspect);
+    fresh.emplace(held.summary.id, std::move(held));
   }
   EndRead(began);
 
@@ -209,7 +258,7 @@ absl::StatusOr<std::vector<dockerclient::DockerEvent>> ContainerView::Reconcile(
     auto Find = [](const auto& map, const std::string& id) -> std::optional<dockerclient::ContainerSummary> {
       auto it = map.find(id);
       if (it == map.end()) return std::nullopt;
-      return it->second;
+      return it->second.summary;
     };
     std::set<std::string> ids;
     for (const auto& [id, c] : containers_) ids.insert(id);

@@ -7,7 +7,9 @@
 // stream (re)opens and every minute. While the stream is down, or before the first
 // list, the view answers nothing and callers ask Docker. A removed container never
 // comes back: removals are remembered while a read that began before them (and may
-// still show them) is under way.
+// still show them) is under way. Each container's last inspect is kept too, so that
+// status calls cost dockerd nothing either: every change that an inspect shows comes
+// with an event (or is the shim's own call), which reads the container again.
 #include <cstdint>
 #include <map>
 #include <mutex>
@@ -31,6 +33,12 @@ class ContainerView final : public events::Follower {
   // holds only those with the io.kubernetes.docker.type label).
   std::optional<std::vector<dockerclient::ContainerSummary>> List(const dockerclient::ListContainersOptions& options) const;
   bool Live() const;
+  // Container `id`'s inspect for a status call (ContainerStatus, PodSandboxStatus): as
+  // last read while the view is live and holds one for that full ID, as a list shows it;
+  // else read from Docker, and kept for the next call when the view holds the container
+  // in that state with no inspect. A NOT_FOUND forgets it. Calls that act on a container
+  // ask Docker instead: a held inspect may be a destroy event behind.
+  absl::StatusOr<dockerclient::ContainerInspect> InspectForStatus(const common::Context& ctx, const std::string& id);
 
   // After a call that may have changed container `id` (an ID, unique prefix or name):
   // inspects it and updates or drops its entry. Skipped while not live (the next
@@ -47,8 +55,14 @@ class ContainerView final : public events::Follower {
   void OnStreamDown() override;
 
  private:
+  // The inspect held for full ID `id` while live.
+  std::optional<dockerclient::ContainerInspect> HeldInspect(const std::string& id) const;
+  // Inspects `id` for a status call, outside `refresh_mu_` (a status call must not wait
+  // for the minute's list): what it read only fills an empty slot of an entry still in
+  // the state it read, so an older answer never replaces a newer one.
+  absl::StatusOr<dockerclient::ContainerInspect> Read(const common::Context& ctx, const std::string& id);
   // Inspects and stores `id`; `refresh_mu_` held.
-  void Reread(const common::Context& ctx, const std::string& id);
+  absl::StatusOr<dockerclient::ContainerInspect> Reread(const common::Context& ctx, const std::string& id);
   // A read of Docker (inspect or list) begins (takes `mu_`): returns the removals
   // counted so far. It ends, `mu_` held, once its answer was stored.
   uint64_t BeginRead();
@@ -61,7 +75,13 @@ class ContainerView final : public events::Follower {
   // earlier one that returned after it.
   std::mutex refresh_mu_;
   mutable std::mutex mu_;
-  std::map<std::string, dockerclient::ContainerSummary> containers_;  // by ID; guarded by mu_
+  struct Held {
+    dockerclient::ContainerSummary summary;
+    // The last inspect; none when only Docker's list was read since the container's
+    // state changed (a reconcile that found it changed), until a status call reads it.
+    std::optional<dockerclient::ContainerInspect> inspect;
+  };
+  std::map<std::string, Held> containers_;  // by ID; guarded by mu_
   bool live_ = false;    // guarded by mu_
   bool primed_ = false;  // a list was applied once; guarded by mu_
   // Removals are numbered. An answer read from Docker may have been taken just before

@@ -11,8 +11,8 @@ absl::StatusOr<std::vector<dockerclient::ContainerSummary>> ViewClient::ListCont
 absl::StatusOr<dockerclient::ContainerInspect> ViewClient::InspectContainer(const common::Context& ctx,
                                                                             const std::string& id) {
   absl::StatusOr<dockerclient::ContainerInspect> c = inner_.InspectContainer(ctx, id);
-  // Removed behind the shim's back, and its destroy event not read yet: a status call
-  // (or a removal, which inspects first) that finds it gone takes it off the lists.
+  // Removed behind the shim's back, and its destroy event not read yet: a call that
+  // finds it gone takes it off the lists.
   if (absl::IsNotFound(c.status())) view_.Forget(id);
   return c;
 }
@@ -35,6 +35,13 @@ absl::Status ViewClient::StartContainer(const common::Context& ctx, const std::s
 absl::Status ViewClient::StopContainer(const common::Context& ctx, const std::string& id,
                                        const dockerclient::StopOptions& options) {
   absl::Status s = inner_.StopContainer(ctx, id, options);
+  view_.Refresh(ctx, id);
+  return s;
+}
+
+absl::Status ViewClient::UpdateContainer(const common::Context& ctx, const std::string& id,
+                                         const nlohmann::json& resources) {
+  absl::Status s = inner_.UpdateContainer(ctx, id, resources);
   view_.Refresh(ctx, id);
   return s;
 }

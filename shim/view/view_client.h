@@ -1,9 +1,11 @@
 #pragma once
 // The DockerClient the CRI service uses when relists come from memory: container
 // lists of CRI containers are answered by the ContainerView while it is live (else by
-// Docker), and every lifecycle call (create, start, stop) re-reads its container
-// into the view before returning, so a caller's next list shows what it just did. A
-// removal, and an inspect that finds no such container, drop it from the view.
+// Docker), and every lifecycle call (create, start, stop, update) re-reads its container
+// into the view before returning, so a caller's next list or status shows what it just
+// did. A removal, and an inspect that finds no such container, drop it from the view.
+// Inspects go to Docker: the calls that act on a container need its state now; status
+// calls read the view's held inspects through ContainerView::InspectForStatus.
 // Everything else goes to Docker unchanged.
 #include "dockerclient/forwarding_docker_client.h"
 #include "shim/view/container_view.h"
@@ -25,6 +27,8 @@ class ViewClient final : public dockerclient::ForwardingDockerClient {
   absl::Status StartContainer(const common::Context& ctx, const std::string& id) override;
   absl::Status StopContainer(const common::Context& ctx, const std::string& id,
                              const dockerclient::StopOptions& options) override;
+  absl::Status UpdateContainer(const common::Context& ctx, const std::string& id,
+                               const nlohmann::json& resources) override;
   absl::Status RemoveContainer(const common::Context& ctx, const std::string& id, bool force) override;
 
  private:

@@ -1,7 +1,9 @@
 // The kubelet's relist (ListPodSandbox + ListContainers) served from the container
 // view vs from Docker's list, side by side, through the real dockershim binary over
 // gRPC, with N pods (pause + one busybox container each) on a real engine:
-//   - p50/p99 of each call over DSBENCH_SAMPLES calls (target: p50 ≤ 1 ms from memory);
+//   - p50/p99 of each call over DSBENCH_SAMPLES calls (target: p50 ≤ 1 ms from memory),
+//     and of PodSandboxStatus and ContainerStatus, asked of each pod and container in turn
+//     (the kubelet asks them of what changed; from memory once each has been read);
 //   - dockerd's CPU (utime+stime of /proc/<dockerd pid>/stat) over DSBENCH_SECONDS of a
 //     kubelet-like loop (both calls once a second), in each mode, and over as long with
 //     no shim at all (what the engine spends anyway; other users of the engine show
@@ -188,6 +190,35 @@ std::pair<int, int> Relist(v1::RuntimeService::Stub& stub, double* pods_us = nul
   return {a.ok() ? pods.items_size() : -1, b.ok() ? ctrs.containers_size() : -1};
 }
 
+// The IDs of every pod and container listed.
+std::pair<std::vector<std::string>, std::vector<std::string>> ListedIds(v1::RuntimeService::Stub& stub) {
+  std::pair<std::vector<std::string>, std::vector<std::string>> ids;
+  v1::ListPodSandboxResponse pods;
+  if (stub.ListPodSandbox(Ctx().get(), v1::ListPodSandboxRequest(), &pods).ok())
+    for (const auto& p : pods.items()) ids.first.push_back(p.id());
+  v1::ListContainersResponse ctrs;
+  if (stub.ListContainers(Ctx().get(), v1::ListContainersRequest(), &ctrs).ok())
+    for (const auto& c : ctrs.containers()) ids.second.push_back(c.id());
+  return ids;
+}
+
+// The time of one PodSandboxStatus and one ContainerStatus, in microseconds (-1: failed).
+std::pair<double, double> Statuses(v1::RuntimeService::Stub& stub, const std::string& pod, const std::string& ctr) {
+  v1::PodSandboxStatusRequest pod_req;
+  pod_req.set_pod_sandbox_id(pod);
+  v1::PodSandboxStatusResponse pod_resp;
+  auto t0 = Clock::now();
+  grpc::Status a = stub.PodSandboxStatus(Ctx().get(), pod_req, &pod_resp);
+  auto t1 = Clock::now();
+  v1::ContainerStatusRequest ctr_req;
+  ctr_req.set_container_id(ctr);
+  v1::ContainerStatusResponse ctr_resp;
+  grpc::Status b = stub.ContainerStatus(Ctx().get(), ctr_req, &ctr_resp);
+  auto t2 = Clock::now();
+  return {a.ok() ? std::chrono::duration<double, std::micro>(t1 - t0).count() : -1,
+          b.ok() ? std::chrono::duration<double, std::micro>(t2 - t1).count() : -1};
+}
+
 // dockerd's CPU over `seconds` of one relist per second (none when `shim` is null), in ms.
 double DockerdCpuMs(int dockerd, Shim* shim, int seconds, double* shim_ms) {
   const long long d0 = CpuTicks(dockerd), s0 = shim ? CpuTicks(shim->pid()) : 0;
@@ -248,7 +279,7 @@ int main() {
   }
 
   struct Figures {
-    std::vector<double> pods_us, ctrs_us;
+    std::vector<double> pods_us, ctrs_us, pod_status_us, ctr_status_us;
     double dockerd_ms = 0, shim_ms = 0;
     std::pair<int, int> listed;
   };
@@ -261,11 +292,20 @@ int main() {
     std::this_thread::sleep_for(std::chrono::seconds(1));
     Figures& f = modes[m];
     f.listed = Relist(shim.stub());
+    const auto [pod_ids, ctr_ids] = ListedIds(shim.stub());
     for (int i = 0; i < samples; ++i) {
       double a = 0, b = 0;
       Relist(shim.stub(), &a, &b);
       f.pods_us.push_back(a);
       f.ctrs_us.push_back(b);
+      if (pod_ids.empty() || ctr_ids.empty()) continue;
+      auto [pod_us, ctr_us] = Statuses(shim.stub(), pod_ids[i % pod_ids.size()], ctr_ids[i % ctr_ids.size()]);
+      if (pod_us < 0 || ctr_us < 0) {
+        std::fprintf(stderr, "relist_bench: a status call failed\n");
+        status = 1;
+      }
+      f.pod_status_us.push_back(pod_us);
+      f.ctr_status_us.push_back(ctr_us);
     }
     f.dockerd_ms = DockerdCpuMs(dockerd, &shim, seconds, &f.shim_ms);
     if (m == 0) idle_ms = DockerdCpuMs(dockerd, nullptr, seconds, nullptr);  // the shim idles meanwhile
@@ -283,6 +323,12 @@ int main() {
       std::printf("  %-44s %8d %8.0f %8.0f %8.0f %8.0f\n", absl::StrCat("ListContainers ", names[m]).c_str(),
                   f.listed.second, bench::Mean(f.ctrs_us), bench::Percentile(f.ctrs_us, 50),
                   bench::Percentile(f.ctrs_us, 99), bench::Percentile(f.ctrs_us, 100));
+      std::printf("  %-44s %8s %8.0f %8.0f %8.0f %8.0f\n", absl::StrCat("PodSandboxStatus ", names[m]).c_str(), "-",
+                  bench::Mean(f.pod_status_us), bench::Percentile(f.pod_status_us, 50),
+                  bench::Percentile(f.pod_status_us, 99), bench::Percentile(f.pod_status_us, 100));
+      std::printf("  %-44s %8s %8.0f %8.0f %8.0f %8.0f\n", absl::StrCat("ContainerStatus ", names[m]).c_str(), "-",
+                  bench::Mean(f.ctr_status_us), bench::Percentile(f.ctr_status_us, 50),
+                  bench::Percentile(f.ctr_status_us, 99), bench::Percentile(f.ctr_status_us, 100));
     }
     std::printf("\nCPU over %d s of one relist per second (ms of utime+stime)\n", seconds);
     std::printf("  %-44s %10s %10s\n", "mode", "dockerd", "dockershim");

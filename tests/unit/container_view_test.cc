@@ -17,6 +17,7 @@
 #include <vector>
 
 #include "absl/strings/str_cat.h"
+#include "common/status.h"
 #include "shim/cri_service.h"
 #include "shim/naming.h"
 #include "shim/view/view_client.h"
@@ -48,6 +49,7 @@ class ContainerViewTest : public ::testing::Test {
     o.oom_score_adj_floor = -1000;
     // Both services share Docker and the state directory; only `viewed_` knows the view.
     direct_ = std::make_unique<CriService>(o, docker_, network_);
+    o.container_view = &view_;
     viewed_ = std::make_unique<CriService>(o, client_, network_);
     ASSERT_TRUE(direct_->Init().ok());
     ASSERT_TRUE(viewed_->Init().ok());
@@ -128,12 +130,20 @@ class ContainerViewTest : public ::testing::Test {
     return out;
   }
   int DockerLists() const { return docker_.CallCount("ListContainers"); }
-  // A pod "a" with a container, in the live view, that docker rm -f removed; the view
-  // has not read their destroy events.
+  int DockerInspects() const { return docker_.CallCount("InspectContainer"); }
+  absl::StatusOr<v1::ContainerStatus> Status(const std::string& id) {
+    v1::ContainerStatusRequest req;
+    req.set_container_id(id);
+    ASSIGN_OR_RETURN(v1::ContainerStatusResponse resp, viewed_->ContainerStatus(ctx_, req));
+    return resp.status();
+  }
+  // A pod "a" with a container, in the live view by Docker's list alone (no inspect
+  // held: made before the shim restarted, say), that docker rm -f removed; the view has
+  // not read their destroy events.
   void RemoveBehindTheViewsBack(std::string& pod, std::string& c) {
+    pod = RunPod(*direct_, "a");
+    c = CreateContainer(*direct_, pod, "a", "app");
     ASSERT_TRUE(view_.Reconcile().ok());
-    pod = RunPod(*viewed_, "a");
-    c = CreateContainer(*viewed_, pod, "a", "app");
     ASSERT_TRUE(docker_.RemoveContainer(ctx_, c, true).ok());
     ASSERT_TRUE(docker_.RemoveContainer(ctx_, pod, true).ok());
   }
@@ -402,9 +412,9 @@ TEST_F(ContainerViewTest, ARemovalWhileTheReopenedStreamListsKeepsTheContainerRe
 }
 
 TEST_F(ContainerViewTest, AStatusCallWhileTheViewListsKeepsWhatItFoundGoneRemoved) {
-  ASSERT_TRUE(view_.Reconcile().ok());
-  const std::string pod = RunPod(*viewed_, "a");
-  const std::string c = CreateContainer(*viewed_, pod, "a", "app");
+  const std::string pod = RunPod(*direct_, "a");
+  const std::string c = CreateContainer(*direct_, pod, "a", "app");
+  ASSERT_TRUE(view_.Reconcile().ok());  // known by the list: its status asks Docker
   // The minute's list is on its way when docker rm -f removes `c`, and a
   // ContainerStatus finds it gone before its destroy event is read.
   WhileRead(docker_, "ListContainers", "", [&] {
@@ -452,6 +462,129 @@ TEST_F(ContainerViewTest, ARemovalWhoseReReadFailsStillLeavesTheLists) {
   docker_.FailOperation("InspectContainer", absl::DeadlineExceededError("the caller's deadline passed"));
   ASSERT_TRUE(client_.RemoveContainer(ctx_, c, true).ok());
   docker_.ClearFailures();
+  EXPECT_THAT(Containers(*viewed_), IsEmpty());
+}
+
+TEST_F(ContainerViewTest, StatusCallsAreAnsweredFromMemoryWhileTheViewIsLive) {
+  ASSERT_TRUE(view_.Reconcile().ok());
+  const std::string pod = RunPod(*viewed_, "a");
+  const std::string c = CreateContainer(*viewed_, pod, "a", "app");
+  Start(*viewed_, c);
+  const int inspects = DockerInspects();
+  auto running = Status(c);
+  ASSERT_TRUE(running.ok()) << running.status();
+  EXPECT_EQ(running->state(), v1::CONTAINER_RUNNING);
+  EXPECT_EQ(running->labels().at("tier"), "web");
+  v1::PodSandboxStatusRequest pod_status;
+  pod_status.set_pod_sandbox_id(pod);
+  pod_status.set_verbose(true);
+  auto ready = viewed_->PodSandboxStatus(ctx_, pod_status);
+  ASSERT_TRUE(ready.ok()) << ready.status();
+  EXPECT_EQ(ready->status().state(), v1::SANDBOX_READY);
+  // The verbose info's HostConfig is what the view keeps of Docker's raw answer.
+  EXPECT_THAT(ready->info().at("info"), ::testing::HasSubstr(R"("hostConfig":{)"));
+  EXPECT_EQ(DockerInspects(), inspects) << "answered from memory";
+
+  // It exits on its own: the die event reads it again, once.
+  docker_.EditContainer(c, [](dockerclient::ContainerInspect& i) {
+    i.state.running = false;
+    i.state.status = "exited";
+    i.state.exit_code = 3;
+    i.state.finished_at = "2026-12-04T08:00:00Z";
+  });
+  EXPECT_EQ(Status(c)->state(), v1::CONTAINER_RUNNING) << "what the last event showed, as the lists";
+  view_.OnEvent(Event(c, "die"));
+  auto exited = Status(c);
+  ASSERT_TRUE(exited.ok());
+  EXPECT_EQ(exited->state(), v1::CONTAINER_EXITED);
+  EXPECT_EQ(exited->exit_code(), 3);
+  EXPECT_EQ(DockerInspects(), inspects + 1);
+}
+
+TEST_F(ContainerViewTest, UpdatedResourcesShowInTheNextStatus) {
+  ASSERT_TRUE(view_.Reconcile().ok());
+  const std::string pod = RunPod(*viewed_, "a");
+  const std::string c = CreateContainer(*viewed_, pod, "a", "app");
+  Start(*viewed_, c);
+  v1::UpdateContainerResourcesRequest update;
+  update.set_container_id(c);
+  update.mutable_linux()->set_memory_limit_in_bytes(64 << 20);
+  ASSERT_TRUE(viewed_->UpdateContainerResources(ctx_, update).ok());
+  const int inspects = DockerInspects();
+  auto status = Status(c);
+  ASSERT_TRUE(status.ok()) << status.status();
+  EXPECT_EQ(status->resources().linux().memory_limit_in_bytes(), 64 << 20);
+  EXPECT_EQ(DockerInspects(), inspects);
+  // docker update behind the shim's back: its "update" event reads it again.
+  ASSERT_TRUE(docker_.UpdateContainer(ctx_, c, {{"Memory", 32 << 20}}).ok());
+  view_.OnEvent(Event(c, "update"));
+  EXPECT_EQ(Status(c)->resources().linux().memory_limit_in_bytes(), 32 << 20);
+}
+
+TEST_F(ContainerViewTest, AStatusFromMemoryShowsARemovedContainerUntilItsDestroyEvent) {
+  ASSERT_TRUE(view_.Reconcile().ok());
+  const std::string pod = RunPod(*viewed_, "a");
+  const std::string c = CreateContainer(*viewed_, pod, "a", "app");
+  ASSERT_TRUE(docker_.RemoveContainer(ctx_, c, true).ok());  // docker rm -f
+  // As a list would show it until the event (within milliseconds with the hub).
+  EXPECT_EQ(Status(c)->state(), v1::CONTAINER_CREATED);
+  view_.OnEvent(Event(c, "destroy"));
+  EXPECT_TRUE(absl::IsNotFound(Status(c).status()));
+  EXPECT_THAT(Containers(*viewed_), IsEmpty());
+}
+
+TEST_F(ContainerViewTest, AReconcileThatFindsTheStateChangedReadsTheStatusAgain) {
+  ASSERT_TRUE(view_.Reconcile().ok());
+  const std::string pod = RunPod(*viewed_, "a");
+  const std::string c = CreateContainer(*viewed_, pod, "a", "app");
+  const std::string same = CreateContainer(*viewed_, pod, "a", "same");
+  view_.OnStreamDown();
+  ASSERT_TRUE(docker_.StartContainer(ctx_, c).ok());  // its start event was lost
+  ASSERT_TRUE(view_.Reconcile().ok());
+  const int inspects = DockerInspects();
+  EXPECT_EQ(Status(c)->state(), v1::CONTAINER_RUNNING);
+  EXPECT_EQ(DockerInspects(), inspects + 1) << "the held inspect showed another state";
+  EXPECT_EQ(Status(c)->state(), v1::CONTAINER_RUNNING);
+  EXPECT_EQ(Status(same)->state(), v1::CONTAINER_CREATED);
+  EXPECT_EQ(DockerInspects(), inspects + 1) << "then from memory, as the unchanged one";
+}
+
+TEST_F(ContainerViewTest, StatusCallsAskDockerWhileTheStreamIsDown) {
+  ASSERT_TRUE(view_.Reconcile().ok());
+  const std::string pod = RunPod(*viewed_, "a");
+  const std::string c = CreateContainer(*viewed_, pod, "a", "app");
+  view_.OnStreamDown();
+  const int inspects = DockerInspects();
+  ASSERT_TRUE(Status(c).ok());
+  ASSERT_TRUE(Status(c).ok());
+  EXPECT_EQ(DockerInspects(), inspects + 2);
+}
+
+TEST_F(ContainerViewTest, CallsThatActOnAContainerAskDockerNotTheHeldInspect) {
+  ASSERT_TRUE(view_.Reconcile().ok());
+  const std::string pod = RunPod(*viewed_, "a");
+  const std::string c = CreateContainer(*viewed_, pod, "a", "app");
+  Start(*viewed_, c);
+  // It exited behind the view's back; the die event is not read yet. A status shows
+  // what a list shows, but a stop must go by Docker's state now.
+  docker_.EditContainer(c, [](dockerclient::ContainerInspect& i) {
+    i.state.running = false;
+    i.state.status = "exited";
+  });
+  EXPECT_EQ(Status(c)->state(), v1::CONTAINER_RUNNING);
+  int inspects = DockerInspects();
+  v1::StopContainerRequest stop;
+  stop.set_container_id(c);
+  ASSERT_TRUE(viewed_->StopContainer(ctx_, stop).ok());
+  EXPECT_GT(DockerInspects(), inspects) << "StopContainer went by the held inspect";
+
+  // Removed behind its back: the removal finds it gone in Docker, and it leaves the lists.
+  ASSERT_TRUE(docker_.RemoveContainer(ctx_, c, true).ok());
+  inspects = DockerInspects();
+  v1::RemoveContainerRequest remove;
+  remove.set_container_id(c);
+  ASSERT_TRUE(viewed_->RemoveContainer(ctx_, remove).ok());
+  EXPECT_GT(DockerInspects(), inspects) << "RemoveContainer went by the held inspect";
   EXPECT_THAT(Containers(*viewed_), IsEmpty());
 }
 
