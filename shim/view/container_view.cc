@@ -131,7 +131,7 @@ std::optional<dockerclient::ContainerInspect> ContainerView::HeldInspect(const s
 }
 
 absl::StatusOr<dockerclient::ContainerInspect> ContainerView::Read(const common::Context& ctx, const std::string& id) {
-  const uint64_t began = BeginRead();
+  const ReadStart began = BeginRead();
   absl::StatusOr<dockerclient::ContainerInspect> c = docker_.InspectContainer(ctx, id);
   std::lock_guard lock(mu_);
   if (c.ok()) {
@@ -150,19 +150,24 @@ absl::StatusOr<dockerclient::ContainerInspect> ContainerView::Read(const common:
 
 void ContainerView::Refresh(const common::Context& ctx, const std::string& id) {
   if (!Live()) return;
-  std::lock_guard refresh(refresh_mu_);
   Reread(ctx, id).IgnoreError();
 }
 
 absl::StatusOr<dockerclient::ContainerInspect> ContainerView::Reread(const common::Context& ctx,
                                                                      const std::string& id) {
-  const uint64_t began = BeginRead();
+  const ReadStart began = BeginRead();
   absl::StatusOr<dockerclient::ContainerInspect> c = docker_.InspectContainer(ctx, id);
   std::lock_guard lock(mu_);
   if (c.ok()) {
     // What was read before its removal was applied (meanwhile) stays removed.
     if (c->labels.contains(kContainerTypeLabel) && !removed_.contains(c->id)) {
-      containers_[c->id] = Held{SummaryOf(*c), Kept(*c)};
+      // Not stored over what a read that began later stored, nor brought back when a
+      // list that began later did not show it (removed behind the shim's back meanwhile).
+      auto it = containers_.find(c->id);
+      if (it == containers_.end() && began.order > list_order_)
+        containers_.emplace(c->id, Held{SummaryOf(*c), Kept(*c), began.order});
+      else if (it != containers_.end() && it->second.read_order < began.order)
+        it->second = Held{SummaryOf(*c), Kept(*c), began.order};
     } else {
       containers_.erase(c->id);
     }
@@ -176,14 +181,14 @@ absl::StatusOr<dockerclient::ContainerInspect> ContainerView::Reread(const commo
   return c;
 }
 
-uint64_t ContainerView::BeginRead() {
+ContainerView::ReadStart ContainerView::BeginRead() {
   std::lock_guard lock(mu_);
   reads_.insert(removals_);
-  return removals_;
+  return {removals_, ++reads_begun_};
 }
 
-void ContainerView::EndRead(uint64_t began) {
-  reads_.erase(reads_.find(began));
+void ContainerView::EndRead(const ReadStart& began) {
+  reads_.erase(reads_.find(began.removals));
   // A removal no read under way began before cannot be undone by a read any more.
   const uint64_t oldest = reads_.empty() ? removals_ : *reads_.begin();
   std::erase_if(removed_, [&](const auto& entry) { return entry.second <= oldest; });
@@ -220,16 +225,14 @@ void ContainerView::OnEvent(const dockerclient::DockerEvent& event) {
   // exec_*, attach, resize, kill (a die follows), health_status ... do not.
   static const std::set<std::string> kChanging = {"create", "start", "die", "pause", "unpause", "rename", "update"};
   if (!kChanging.contains(event.action)) return;
-  std::lock_guard refresh(refresh_mu_);
   Reread(common::Context::WithTimeout(kDockerTimeout), event.id).IgnoreError();
 }
 
 absl::StatusOr<std::vector<dockerclient::DockerEvent>> ContainerView::Reconcile() {
-  std::lock_guard refresh(refresh_mu_);
   dockerclient::ListContainersOptions options;
   options.all = true;
   options.label_keys = {kContainerTypeLabel};
-  const uint64_t began = BeginRead();
+  const ReadStart began = BeginRead();
   absl::StatusOr<std::vector<dockerclient::ContainerSummary>> listed =
       docker_.ListContainers(common::Context::WithTimeout(kDockerTimeout), options);
   // Stamped after the list: what it shows happened before.
@@ -244,13 +247,17 @@ absl::StatusOr<std::vector<dockerclient::DockerEvent>> ContainerView::Reconcile(
   for (dockerclient::ContainerSummary& c : *listed) {
     // Listed before its removal, which was applied meanwhile.
     if (removed_.contains(c.id)) continue;
-    Held held{std::move(c), std::nullopt};
+    Held held{std::move(c), std::nullopt, began.order};
     // An inspect stays good while the container is in the state it was read in.
     auto old = containers_.find(held.summary.id);
     if (old != containers_.end() && old->second.summary.state == held.summary.state)
-      held.inspect = std::move(old->second.inspect);
+      held.inspect = old->second.inspect;
     fresh.emplace(held.summary.id, std::move(held));
   }
+  // What a read that began after the list stored is newer than the list (a container
+  // created meanwhile, say).
+  for (const auto& [id, c] : containers_)
+    if (c.read_order > began.order) fresh.insert_or_assign(id, c);
   EndRead(began);
 
   std::vector<dockerclient::DockerEvent> missed;
@@ -268,6 +275,7 @@ absl::StatusOr<std::vector<dockerclient::DockerEvent>> ContainerView::Reconcile(
     }
   }
   containers_ = std::move(fresh);
+  list_order_ = began.order;
   live_ = primed_ = true;
   return missed;
 }

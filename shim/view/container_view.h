@@ -57,29 +57,35 @@ class ContainerView final : public events::Follower {
  private:
   // The inspect held for full ID `id` while live.
   std::optional<dockerclient::ContainerInspect> HeldInspect(const std::string& id) const;
-  // Inspects `id` for a status call, outside `refresh_mu_` (a status call must not wait
-  // for the minute's list): what it read only fills an empty slot of an entry still in
-  // the state it read, so an older answer never replaces a newer one.
+  // Inspects `id` for a status call: what it read only fills an empty slot of an entry
+  // still in the state it read, so an older answer never replaces a newer one.
   absl::StatusOr<dockerclient::ContainerInspect> Read(const common::Context& ctx, const std::string& id);
-  // Inspects and stores `id`; `refresh_mu_` held.
+  // Inspects and stores `id`, unless a read that began later stored it first.
   absl::StatusOr<dockerclient::ContainerInspect> Reread(const common::Context& ctx, const std::string& id);
-  // A read of Docker (inspect or list) begins (takes `mu_`): returns the removals
-  // counted so far. It ends, `mu_` held, once its answer was stored.
-  uint64_t BeginRead();
-  void EndRead(uint64_t began);
+  // A read of Docker (inspect or list) begins (takes `mu_`). It ends, `mu_` held, once
+  // its answer was stored.
+  struct ReadStart {
+    uint64_t removals;  // removals counted when it began
+    uint64_t order;     // reads begun before it, this one included
+  };
+  ReadStart BeginRead();
+  void EndRead(const ReadStart& began);
   // Forget with `mu_` held.
   void Bury(const std::string& id);
 
   dockerclient::DockerClient& docker_;
-  // Serializes each read of Docker with its store: a later read never loses to an
-  // earlier one that returned after it.
-  std::mutex refresh_mu_;
+  // Reads of Docker run at once (no lock is held across one: an inspect of a starting
+  // container waits for its start, and pod workers would queue behind it). A read that
+  // began later wins over one that returns after it: every change is followed by a read
+  // that begins after it (its event, or the shim's own call), and the last one begun
+  // shows the newest state. Each entry keeps the order of the read that stored it.
   mutable std::mutex mu_;
   struct Held {
     dockerclient::ContainerSummary summary;
     // The last inspect; none when only Docker's list was read since the container's
     // state changed (a reconcile that found it changed), until a status call reads it.
     std::optional<dockerclient::ContainerInspect> inspect;
+    uint64_t read_order = 0;  // ReadStart::order of the read it came from
   };
   std::map<std::string, Held> containers_;  // by ID; guarded by mu_
   bool live_ = false;    // guarded by mu_
@@ -89,6 +95,8 @@ class ContainerView final : public events::Follower {
   // removed ID is not stored. So each removed ID is kept, with its number, until every
   // read that began before it has ended (Docker never reuses an ID). All guarded by mu_.
   uint64_t removals_ = 0;
+  uint64_t reads_begun_ = 0;
+  uint64_t list_order_ = 0;  // ReadStart::order of the last list applied
   std::multiset<uint64_t> reads_;           // removals_ when each read under way began
   std::map<std::string, uint64_t> removed_;  // ID -> its removal's number
 };

@@ -11,6 +11,7 @@
 
 #include <filesystem>
 #include <functional>
+#include <future>
 #include <memory>
 #include <set>
 #include <string>
@@ -585,6 +586,63 @@ TEST_F(ContainerViewTest, CallsThatActOnAContainerAskDockerNotTheHeldInspect) {
   remove.set_container_id(c);
   ASSERT_TRUE(viewed_->RemoveContainer(ctx_, remove).ok());
   EXPECT_GT(DockerInspects(), inspects) << "RemoveContainer went by the held inspect";
+  EXPECT_THAT(Containers(*viewed_), IsEmpty());
+}
+
+// Runs `action` on another thread as `running` and waits up to 5 s for it: false if it
+// did not finish (it waits for the read under way; `running` must outlive that read).
+bool DoneAtOnce(std::future<void>& running, std::function<void()> action) {
+  running = std::async(std::launch::async, std::move(action));
+  return running.wait_for(std::chrono::seconds(5)) == std::future_status::ready;
+}
+
+TEST_F(ContainerViewTest, AReadThatBeganLaterWinsOverOneThatReturnsAfterIt) {
+  ASSERT_TRUE(view_.Reconcile().ok());
+  const std::string pod = RunPod(*viewed_, "a");
+  const std::string c = CreateContainer(*viewed_, pod, "a", "app");
+  Start(*viewed_, c);
+  // A re-read of `c` has its answer (running) on its way when `c` exits and the view
+  // reads its die event: the die's read does not wait for it, and stays.
+  std::future<void> die;
+  WhileRead(docker_, "InspectContainer", c, [&] {
+    docker_.EditContainer(c, [](dockerclient::ContainerInspect& i) {
+      i.state.running = false;
+      i.state.status = "exited";
+    });
+    EXPECT_TRUE(DoneAtOnce(die, [&] { view_.OnEvent(Event(c, "die")); })) << "the die's read waited for the other";
+  });
+  view_.Refresh(ctx_, c);
+  EXPECT_THAT(Containers(*viewed_), ElementsAre("app CONTAINER_EXITED"));
+}
+
+TEST_F(ContainerViewTest, AReadOfOneContainerDoesNotHoldUpAnother) {
+  ASSERT_TRUE(view_.Reconcile().ok());
+  const std::string pod = RunPod(*viewed_, "a");
+  const std::string a = CreateContainer(*viewed_, pod, "a", "one");
+  const std::string b = CreateContainer(*viewed_, pod, "a", "two");
+  // Docker answers an inspect of a starting container only once it started: the
+  // shim's start of another container must not wait for that.
+  std::future<void> start;
+  WhileRead(docker_, "InspectContainer", a, [&] {
+    EXPECT_TRUE(DoneAtOnce(start, [&] { Start(*viewed_, b); })) << "waited for the read of another container";
+  });
+  view_.OnEvent(Event(a, "start"));
+  EXPECT_THAT(Containers(*viewed_), UnorderedElementsAre("one CONTAINER_CREATED", "two CONTAINER_RUNNING"));
+}
+
+TEST_F(ContainerViewTest, AReadFromBeforeAListDoesNotBringBackWhatTheListLeftOut) {
+  ASSERT_TRUE(view_.Reconcile().ok());
+  const std::string pod = RunPod(*viewed_, "a");
+  const std::string c = CreateContainer(*viewed_, pod, "a", "app");
+  // An event's re-read that still shows `c` is on its way when docker rm -f removes it,
+  // the stream breaks (its destroy event lost) and reopens with a list without it.
+  std::future<void> list;
+  WhileRead(docker_, "InspectContainer", c, [&] {
+    ASSERT_TRUE(docker_.RemoveContainer(ctx_, c, true).ok());
+    view_.OnStreamDown();
+    EXPECT_TRUE(DoneAtOnce(list, [&] { EXPECT_TRUE(view_.Reconcile().ok()); }));
+  });
+  view_.OnEvent(Event(c, "rename"));
   EXPECT_THAT(Containers(*viewed_), IsEmpty());
 }
 
