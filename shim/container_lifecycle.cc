@@ -140,7 +140,12 @@ absl::StatusOr<v1::CreateContainerResponse> CriService::CreateContainer(const co
   if (config.image().image().empty()) return absl::InvalidArgumentError("CreateContainer: config.image.image is required");
   RETURN_IF_ERROR(common::Annotate(CheckLabelsSize(config.labels(), config.annotations()), "CreateContainer"));
 
+  // Phases for the pod start-up bench (Options::phase_sink; none in production).
+  common::PhaseSink* const phases = options_.phase_sink;
+  common::ScopedPhase sandbox_phase(phases, "CreateContainer: sandbox inspect");
   ASSIGN_OR_RETURN(dockerclient::ContainerInspect sandbox, InspectSandbox(ctx, req.pod_sandbox_id()));
+  sandbox_phase.Stop();
+  common::ScopedPhase body_phase(phases, "CreateContainer: create body (info, features, mounts)");
   v1::PodSandboxConfig sandbox_config = req.sandbox_config();
   // The pod's identity comes from its infra container when the caller sends no config.
   if (!sandbox_config.has_metadata() || sandbox_config.metadata().name().empty()) {
@@ -211,8 +216,10 @@ absl::StatusOr<v1::CreateContainerResponse> CriService::CreateContainer(const co
     source.host_path = *std::move(path);
   }
   ASSIGN_OR_RETURN(nlohmann::json body, MakeContainerCreateBody(config, sandbox_config, params));
+  body_phase.Stop();
 
   // Docker answers a create with an unknown image by pulling nothing and failing; say it plainly.
+  common::ScopedPhase image_phase(phases, "CreateContainer: image check");
   if (auto image = docker_.InspectImage(ctx, params.image); !image.ok()) {
     if (absl::IsNotFound(image.status())) {
       return absl::NotFoundError(
@@ -221,9 +228,13 @@ absl::StatusOr<v1::CreateContainerResponse> CriService::CreateContainer(const co
     return image.status();
   }
 
+  image_phase.Stop();
+
   RETURN_IF_ERROR(CreateMissingMountSources(config));
   const std::string name = MakeContainerName(sandbox_config.metadata(), config.metadata());
+  common::ScopedPhase create_phase(phases, "CreateContainer: create");
   absl::StatusOr<std::string> created = docker_.CreateContainer(ctx, name, body);
+  create_phase.Stop();
   if (absl::IsAlreadyExists(created.status())) {
     return absl::AlreadyExistsError(absl::StrCat("a container named ", name,
                                                  " already exists; remove it or create with another attempt number"));
@@ -231,6 +242,7 @@ absl::StatusOr<v1::CreateContainerResponse> CriService::CreateContainer(const co
   if (!created.ok()) return common::Annotate(created.status(), "create container");
   // The kubelet may read the log from the start; a container without one is undone.
   if (!params.log_path.empty()) {
+    common::ScopedPhase log_phase(phases, "CreateContainer: log file");
     if (absl::Status log = CreateCriLogFile(params.log_path); !log.ok()) {
       if (absl::Status removed = docker_.RemoveContainer(ctx, *created, /*force=*/true); !removed.ok()) {
         LOG_WARN << "cannot remove container " << *created << " after a failed create: " << removed.message();
@@ -248,10 +260,20 @@ absl::StatusOr<v1::CreateContainerResponse> CriService::CreateContainer(const co
 absl::StatusOr<v1::StartContainerResponse> CriService::StartContainer(const common::Context& ctx,
                                                                       const v1::StartContainerRequest& req) {
   RETURN_IF_ERROR(RequireContainerId(req.container_id(), "StartContainer"));
+  // Phases for the pod start-up bench (Options::phase_sink; none in production).
+  common::PhaseSink* const phases = options_.phase_sink;
+  common::ScopedPhase inspect_phase(phases, "StartContainer: inspect");
   ASSIGN_OR_RETURN(dockerclient::ContainerInspect container, InspectCriContainer(ctx, req.container_id()));
+  inspect_phase.Stop();
+  common::ScopedPhase start_phase(phases, "StartContainer: start");
   RETURN_IF_ERROR(common::Annotate(docker_.StartContainer(ctx, container.id), "start container"));
+  start_phase.Stop();
+  common::ScopedPhase log_phase(phases, "StartContainer: log copy follow");
   CopyContainerLog(container);
+  log_phase.Stop();
+  common::ScopedPhase cgroup_phase(phases, "StartContainer: cgroup files");
   RETURN_IF_ERROR(WriteCreatedCgroupFiles(ctx, container));
+  cgroup_phase.Stop();
   return v1::StartContainerResponse();
 }
 

@@ -17,6 +17,7 @@
 
 #include "absl/status/statusor.h"
 #include "common/context.h"
+#include "common/phase_timer.h"
 #include "dockerclient/docker_client.h"
 #include "api/cri.h"
 #include "shim/capabilities.h"
@@ -89,6 +90,10 @@ struct Options {
   std::string cgroup_prefix;
   // The time stats samples are taken at; absl::Now when unset.
   std::function<absl::Time()> clock;
+  // Receives the duration of each step of RunPodSandbox, CreateContainer and
+  // StartContainer (common/phase_timer.h); null in production (the pod start-up
+  // bench sets it).
+  common::PhaseSink* phase_sink = nullptr;
 };
 
 // The CRI log path of a container: `log_directory` (absolute) joined with `log_path`

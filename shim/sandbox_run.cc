@@ -72,6 +72,10 @@ absl::StatusOr<v1::RunPodSandboxResponse> CriService::RunPodSandbox(const common
         absl::StrCat("RunPodSandbox: log_directory \"", config.log_directory(), "\" must be an absolute path"));
   }
 
+  // Phases for the pod start-up bench (Options::phase_sink; none in production).
+  common::PhaseSink* const phases = options_.phase_sink;
+  common::ScopedPhase checks_phase(phases, "RunPodSandbox: checks and create body");
+
   // Everything that can be checked without side effects comes first.
   ASSIGN_OR_RETURN(std::string docker_runtime, DockerRuntimeFor(ctx, req.runtime_handler()));
   ASSIGN_OR_RETURN(std::shared_ptr<const dockerclient::SystemInfo> info, CachedInfo(ctx));
@@ -96,12 +100,17 @@ absl::StatusOr<v1::RunPodSandboxResponse> CriService::RunPodSandbox(const common
       return absl::FailedPreconditionError(absl::StrCat("pod network is not ready: ", ready.message()));
   }
 
+  checks_phase.Stop();
+  common::ScopedPhase image_phase(phases, "RunPodSandbox: pause image check");
   RETURN_IF_ERROR(EnsurePauseImage(ctx));
+  image_phase.Stop();
 
   // Create. A container left with the same name by an earlier failed attempt is replaced.
   const std::string name = MakeSandboxName(config.metadata());
   CreationMarkers markers(options_.root_directory);
+  common::ScopedPhase marker_phase(phases, "RunPodSandbox: creation marker");
   RETURN_IF_ERROR(common::Annotate(markers.Mark(name), "RunPodSandbox"));
+  marker_phase.Stop();
   {
     std::lock_guard lock(mu_);
     sandboxes_in_flight_.insert(name);
@@ -111,7 +120,9 @@ absl::StatusOr<v1::RunPodSandboxResponse> CriService::RunPodSandbox(const common
     std::lock_guard lock(mu_);
     sandboxes_in_flight_.erase(sandboxes_in_flight_.find(name));
   };
+  common::ScopedPhase create_phase(phases, "RunPodSandbox: infra create");
   absl::StatusOr<std::string> created = docker_.CreateContainer(ctx, name, body);
+  create_phase.Stop();
   if (absl::IsAlreadyExists(created.status())) {
     // Only a container known to be stopped is replaced; its network and
     // checkpoint go with it so no address leaks.
@@ -149,18 +160,24 @@ absl::StatusOr<v1::RunPodSandboxResponse> CriService::RunPodSandbox(const common
   net_req.bandwidth = bandwidth;
   if (config.has_linux()) net_req.cgroup_parent = config.linux().cgroup_parent();
 
+  common::ScopedPhase pending_phase(phases, "RunPodSandbox: checkpoint write (pending)");
   if (absl::Status s = checkpoints_.Write(checkpoint); !s.ok()) {
     RollBackSandbox(id, false, net_req, "");
     return common::Annotate(s, "write pod sandbox checkpoint");
   }
+  pending_phase.Stop();
+  common::ScopedPhase start_phase(phases, "RunPodSandbox: infra start");
   if (absl::Status s = docker_.StartContainer(ctx, id); !s.ok()) {
     RollBackSandbox(id, false, net_req, "");
     return common::Annotate(s, "start pod infra container");
   }
+  start_phase.Stop();
 
   std::string attached_network;  // set once the plugin attached the pod
   if (!host_network) {
+    common::ScopedPhase netns_phase(phases, "RunPodSandbox: netns lookup (inspect)");
     auto inspect = docker_.InspectContainer(ctx, id);
+    netns_phase.Stop();
     if (!inspect.ok() || !inspect->state.running || inspect->state.pid <= 0) {
       RollBackSandbox(id, false, net_req, "");
       return inspect.ok() ? absl::InternalError(absl::StrCat("pod infra container exited right after start: ",
@@ -168,7 +185,9 @@ absl::StatusOr<v1::RunPodSandboxResponse> CriService::RunPodSandbox(const common
                           : common::Annotate(inspect.status(), "inspect pod infra container");
     }
     net_req.netns_path = absl::StrCat("/proc/", inspect->state.pid, "/ns/net");
+    common::ScopedPhase network_phase(phases, "RunPodSandbox: network SetUp (CNI ADD chain + cache)");
     absl::StatusOr<network::PodNetworkStatus> attached = network_.SetUp(ctx, net_req);
+    network_phase.Stop();
     if (!attached.ok()) {
       RollBackSandbox(id, false, net_req, "");  // the plugin released what it had allocated
       return common::Annotate(attached.status(), absl::StrCat("set up pod network (", network_.Name(), ")"));
@@ -180,10 +199,12 @@ absl::StatusOr<v1::RunPodSandboxResponse> CriService::RunPodSandbox(const common
     checkpoint.additional_ips = attached->additional_ips;
   }
   checkpoint.pending = false;
+  common::ScopedPhase final_phase(phases, "RunPodSandbox: checkpoint write (final)");
   if (absl::Status s = checkpoints_.Write(checkpoint); !s.ok()) {
     RollBackSandbox(id, !host_network, net_req, attached_network);
     return common::Annotate(s, "write pod sandbox checkpoint");
   }
+  final_phase.Stop();
   LOG_INFO << "pod sandbox " << checkpoint.namespace_ << "/" << checkpoint.name << " running as " << id
            << (host_network ? " (host network)" : absl::StrCat(" with IP ", checkpoint.ip));
   v1::RunPodSandboxResponse resp;

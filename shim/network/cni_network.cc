@@ -169,6 +169,8 @@ absl::StatusOr<std::string> CniNetwork::Run(const common::Context& ctx, const Cn
   const std::string stdin_config = Dump(BuildPluginConfig(config, index, prev_result, attachment.capability_args));
   const std::string plugin = config.PluginType(index);
   observability::CniCall observed(command, plugin, config.name, stdin_config);
+  const std::string phase = options_.phase_sink ? absl::StrCat("cni ", command, " ", plugin) : std::string();
+  common::ScopedPhase timed(options_.phase_sink, phase);
   return observed.Done(executor_->Exec(ctx, plugin, req, stdin_config));
 }
 
@@ -231,8 +233,10 @@ absl::StatusOr<PodNetworkStatus> CniNetwork::SetUp(const common::Context& ctx, c
                 {"capabilityArgs", attachment.capability_args},
                 {"result", result},
                 {kCreatedByKey, options_.owner}};
+  common::ScopedPhase cache_write(options_.phase_sink, "cni: cache file write");
   if (absl::Status s = WriteFileAtomically(CacheFile(config->name, req.sandbox_id), Dump(cache)); !s.ok())
     return fail(s);
+  cache_write.Stop();
 
   PodNetworkStatus status;
   status.ip = ips->primary;

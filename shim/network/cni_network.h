@@ -8,6 +8,7 @@
 #include <string>
 #include <vector>
 
+#include "common/phase_timer.h"
 #include "shim/network/cni_config.h"
 #include "shim/network/cni_exec.h"
 #include "shim/network/network_plugin.h"
@@ -28,6 +29,9 @@ struct CniOptions {
   // this value, so shims sharing the cache dir (one per Docker) never release each
   // other's. main.cc makes it unique per root directory.
   std::string owner = "dockershim";
+  // Receives each plugin run ("cni ADD bridge") and the cache write of SetUp
+  // (common/phase_timer.h); null in production (the pod start-up bench sets it).
+  common::PhaseSink* phase_sink = nullptr;
 };
 
 class CniNetwork : public NetworkPlugin {
