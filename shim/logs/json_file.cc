@@ -134,21 +134,22 @@ bool SkipValue(std::string_view s, std::size_t& pos) {
 
 }  // namespace
 
-std::string FixedWidthTimestamp(std::string_view timestamp) {
+// In place: the fraction of a valid RFC 3339 timestamp padded to 9 digits.
+static void PadFraction(std::string& timestamp) {
   constexpr std::size_t kSeconds = 19;  // "2026-12-01T10:00:00"
-  std::string out(timestamp.substr(0, kSeconds));
   std::size_t pos = kSeconds;
-  out.push_back('.');
-  std::size_t digits = 0;
   if (pos < timestamp.size() && timestamp[pos] == '.') {
-    ++pos;
-    while (pos < timestamp.size() && timestamp[pos] >= '0' && timestamp[pos] <= '9') {
-      out.push_back(timestamp[pos++]);
-      ++digits;
-    }
+    const std::size_t first = ++pos;
+    while (pos < timestamp.size() && timestamp[pos] >= '0' && timestamp[pos] <= '9') ++pos;
+    if (pos - first < 9) timestamp.insert(pos, 9 - (pos - first), '0');
+  } else {
+    timestamp.insert(pos, ".000000000");
   }
-  out.append(digits < 9 ? 9 - digits : 0, '0');
-  out.append(timestamp.substr(pos));
+}
+
+std::string FixedWidthTimestamp(std::string_view timestamp) {
+  std::string out(timestamp);
+  PadFraction(out);
   return out;
 }
 
@@ -160,7 +161,7 @@ absl::Status ParseJsonLogLine(std::string_view line, JsonLogEntry& entry) {
   if (pos >= line.size() || line[pos] != '{') return Invalid(line, "not a JSON object");
   ++pos;
   bool have_stream = false, have_time = false;
-  std::string key, value;
+  std::string key;
   SkipSpace(line, pos);
   if (pos < line.size() && line[pos] == '}') return Invalid(line, "no time");
   for (;;) {
@@ -173,21 +174,24 @@ absl::Status ParseJsonLogLine(std::string_view line, JsonLogEntry& entry) {
     SkipSpace(line, pos);
     if (key == "log") {
       if (!ReadString(line, pos, &entry.content)) return Invalid(line, "\"log\" is not a string");
-    } else if (key == "stream" || key == "time") {
-      value.clear();
-      if (!ReadString(line, pos, &value)) return Invalid(line, absl::StrCat("\"", key, "\" is not a string"));
-      if (key == "stream") {
-        if (value == "stdout") entry.stream = LogStream::kStdout;
-        else if (value == "stderr") entry.stream = LogStream::kStderr;
-        else return Invalid(line, "\"stream\" is neither stdout nor stderr");
-        have_stream = true;
+    } else if (key == "stream") {
+      if (line.substr(pos, 8) == "\"stdout\"") {
+        entry.stream = LogStream::kStdout;
+        pos += 8;
+      } else if (line.substr(pos, 8) == "\"stderr\"") {
+        entry.stream = LogStream::kStderr;
+        pos += 8;
       } else {
-        absl::StatusOr<int64_t> nanos = TimestampNanos(value);
-        if (!nanos.ok()) return Invalid(line, common::Sv(nanos.status().message()));
-        entry.nanos = *nanos;
-        entry.timestamp = FixedWidthTimestamp(value);
-        have_time = true;
+        return Invalid(line, "\"stream\" is neither stdout nor stderr");
       }
+      have_stream = true;
+    } else if (key == "time") {
+      if (!ReadString(line, pos, &entry.timestamp)) return Invalid(line, "\"time\" is not a string");
+      absl::StatusOr<int64_t> nanos = TimestampNanos(entry.timestamp);
+      if (!nanos.ok()) return Invalid(line, common::Sv(nanos.status().message()));
+      entry.nanos = *nanos;
+      PadFraction(entry.timestamp);
+      have_time = true;
     } else if (!SkipValue(line, pos)) {
       return Invalid(line, absl::StrCat("the value of \"", key, "\" is not JSON"));
     }
