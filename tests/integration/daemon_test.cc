@@ -18,6 +18,7 @@
 #include "tests/integration/cri_client.h"
 #include "tests/integration/daemon.h"
 #include "tests/integration/env.h"
+#include "tests/integration/logs_env.h"
 #include "tests/integration/event_watch.h"
 #include "tests/integration/shell.h"
 
@@ -47,7 +48,7 @@ class DaemonTest : public ::testing::Test {
   std::vector<std::string> ServeArgs() {
     return {"--container-runtime-endpoint", "unix://" + socket_, "--docker-endpoint", testenv::DockerEndpoint(),
             "--network-plugin", "docker", "--root-directory", (dir_ / "root").string(), "--log-level", "debug",
-            "--pod-infra-container-image", testenv::PauseImage()};
+            "--pod-infra-container-image", testenv::PauseImage(), testenv::LogsFromFilesFlag()};
   }
   bool WaitForSocket() { return testenv::WaitForSocket(socket_); }
   testenv::CriClient Client() { return testenv::CriClient(socket_, std::chrono::seconds(30)); }
