@@ -73,7 +73,9 @@ void CriService::CopyContainerLog(const dockerclient::ContainerInspect& containe
     return;
   }
   // json-file: Docker's own file is read directly (the shim runs as root beside dockerd).
-  const std::string json_log = LogDriver(container) == "json-file" ? container.log_path : std::string();
+  const std::string json_log = LogDriver(container) == "json-file"
+                                   ? options_.log_copier->DockerJsonLogPath(container.id, container.log_path)
+                                   : std::string();
   options_.log_copier->Follow(container.id, path, container.tty, json_log);
 }
 

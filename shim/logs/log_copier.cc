@@ -170,6 +170,7 @@ class LogCopier::Follower final : public std::enable_shared_from_this<Follower> 
     }
     tailer_ = *std::move(tailer);
     ++copier_.from_files_;
+    LOG_DEBUG << "container " << id_ << ": copying its log from Docker's json file " << json_log_;
     // Entries at the last timestamp come again, as with the API's inclusive `since`.
     skip_nanos_ = last_nanos_;
     skip_lines_ = lines_at_last_;
@@ -486,6 +487,17 @@ bool LogCopier::AwaitFinished(const std::string& container_id, absl::Duration ti
     it->second->OnFinished(done);
   });
   return finished.wait_for(absl::ToChronoNanoseconds(timeout)) == std::future_status::ready;
+}
+
+std::string LogCopier::DockerJsonLogPath(const std::string& container_id, const std::string& log_path) {
+  if (!log_path.empty()) return log_path;
+  std::lock_guard lock(api_mu_);
+  if (docker_root_.empty()) {
+    absl::StatusOr<dockerclient::SystemInfo> info = docker_.Info(common::Context::WithTimeout(kPingTimeout));
+    if (!info.ok() || info->docker_root_dir.empty()) return "";
+    docker_root_ = info->docker_root_dir;
+  }
+  return absl::StrCat(docker_root_, "/containers/", container_id, "/", container_id, "-json.log");
 }
 
 absl::StatusOr<std::string> LogCopier::ApiVersion() {

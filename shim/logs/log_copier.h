@@ -62,6 +62,11 @@ class LogCopier {
   // directly when read_json_files; empty: the logs API.
   // Copying a container twice is a no-op.
   void Follow(const std::string& container_id, const std::string& path, bool tty, const std::string& json_log = "");
+  // Where Docker keeps the json-file log of a container: its LogPath once it started;
+  // before (StartContainer inspects before it starts) Docker's fixed layout,
+  // <DockerRootDir>/containers/<id>/<id>-json.log, with the root asked once. "" when
+  // Docker cannot tell its root.
+  std::string DockerJsonLogPath(const std::string& container_id, const std::string& log_path);
   // Closes the file and goes on in a new one at the same path (the kubelet renamed
   // the old one). Blocks until done. NOT_FOUND when the container is not copied.
   absl::Status Reopen(const std::string& container_id);
@@ -83,6 +88,7 @@ class LogCopier {
   dockerclient::DockerClient& docker_;
   std::mutex api_mu_;
   std::string api_version_;  // guarded by api_mu_
+  std::string docker_root_;  // guarded by api_mu_
   const CopierOptions options_;
   boost::asio::io_context ioc_{1};
   boost::asio::executor_work_guard<boost::asio::io_context::executor_type> work_;

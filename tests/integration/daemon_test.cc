@@ -252,6 +252,10 @@ TEST_F(DaemonTest, RotationByRenameAndReopenContainerLogLosesNoLine) {
   }
   all += ReadFile(WriterLog());
   EXPECT_EQ(CheckNumberedLog(all, kLines), "");
+  // The source the copy used: Docker's json file (the default) or its logs API.
+  EXPECT_EQ(d.Stderr().find("copying its log from Docker's json file") != std::string::npos, testenv::LogsFromFiles())
+      << d.Stderr().substr(0, 3000);
+  EXPECT_EQ(d.Stderr().find("copying from Docker's logs API"), std::string::npos) << "no fallback";
 
   // A stopped container's log cannot be reopened (containerd answers the same).
   ASSERT_TRUE(cri.StopContainer(id, 0).ok());
