@@ -56,6 +56,7 @@ struct Flags {
   std::string metrics_bind_addr;
   std::string cri_socket_group;
   bool relist_from_memory = true;
+  bool container_logs_from_files = true;
 };
 
 [[noreturn]] void Usage(const std::string& message) {
@@ -122,6 +123,9 @@ int main(int argc, char** argv) {
                  "serve /metrics and /healthz on host:port (:port is 127.0.0.1:port); off when empty");
   app.add_option("--relist-from-memory", f.relist_from_memory,
                  "answer ListPodSandbox/ListContainers from a view kept by Docker's events (false: ask Docker each time)")
+      ->capture_default_str();
+  app.add_option("--container-logs-from-files", f.container_logs_from_files,
+                 "copy the logs of json-file containers from Docker's log files (false: always from Docker's logs API)")
       ->capture_default_str();
   bool print_config = false;
   shim::config::AddConfigOptions(app, &print_config);
@@ -228,6 +232,7 @@ int main(int argc, char** argv) {
 
   shim::logs::CopierOptions copier_options;
   copier_options.docker_socket_path = DockerSocketPath(f.docker_endpoint);
+  copier_options.read_json_files = f.container_logs_from_files;
   shim::logs::LogCopier log_copier(**docker, copier_options);
   options.log_copier = &log_copier;
   shim::oom::KernelOomLog oom_log;

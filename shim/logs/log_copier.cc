@@ -11,6 +11,7 @@
 #include <optional>
 #include <utility>
 
+#include <boost/asio/posix/stream_descriptor.hpp>
 #include <boost/asio/post.hpp>
 #include <boost/asio/steady_timer.hpp>
 
@@ -23,6 +24,7 @@
 #include "dockerclient/stdcopy.h"
 #include "observability/hooks.h"
 #include "shim/logs/cri_log.h"
+#include "shim/logs/json_file_tailer.h"
 
 namespace shim::logs {
 
@@ -39,6 +41,12 @@ constexpr absl::Duration kPingTimeout = absl::Seconds(5);
 constexpr std::size_t kMaxMessage = 64 << 10;
 // How often a file that cannot be written is tried again.
 constexpr absl::Duration kReopenRetry = absl::Seconds(1);
+// What a json file's follower reads before it lets the other containers' work run.
+constexpr std::size_t kFileReadBudget = 1 << 20;
+// With inotify, a json file is still looked at this often (a missed wakeup).
+constexpr absl::Duration kFileSafetyPoll = absl::Seconds(1);
+// How long a read waits after inotify's wakeup (see WaitForFile).
+constexpr absl::Duration kFileCoalesce = absl::Milliseconds(5);
 
 // The kubelet rotates `<log>` by renaming it to `<log>.<YYYYMMDD-hhmmss>` and later
 // gzips all but the newest of those: the newest uncompressed one ends where the copy was.
@@ -69,13 +77,16 @@ common::UniqueFd OpenLog(const std::string& path) {
 
 class LogCopier::Follower final : public std::enable_shared_from_this<Follower> {
  public:
-  Follower(LogCopier& copier, std::string id, std::string path, bool tty, std::string api_version)
+  Follower(LogCopier& copier, std::string id, std::string path, bool tty, std::string api_version,
+           std::string json_log)
       : copier_(copier),
         id_(std::move(id)),
         path_(std::move(path)),
         tty_(tty),
         api_version_(std::move(api_version)),
+        json_log_(std::move(json_log)),
         retry_(copier.ioc_),
+        file_poll_(copier.ioc_),
         frames_([this](dockerclient::StdStream s, std::string_view m) { OnFrame(s, m); }, kMaxMessage) {}
 
   void Start() {
@@ -96,6 +107,7 @@ class LogCopier::Follower final : public std::enable_shared_from_this<Follower> 
       }
     }
     OpenFile();
+    if (!json_log_.empty() && StartTailer()) return;
     StartStream();
   }
 
@@ -108,10 +120,15 @@ class LogCopier::Follower final : public std::enable_shared_from_this<Follower> 
   void OnFinished(std::shared_ptr<std::promise<void>> done) {
     if (finished_) return done->set_value();
     finish_waiters_.push_back(std::move(done));
+    // Asked once the container exited: Docker closed its log before it said so
+    // (daemon/monitor.go resets the log driver before SetStopped), so the file's end
+    // is the log's end.
+    if (tailer_) DrainFileAndFinish();
   }
 
   void Stop() {
     stopped_ = true;
+    StopTailer();
     retry_.cancel();
     if (stream_) stream_->Cancel();
     fd_.Reset();
@@ -142,6 +159,113 @@ class LogCopier::Follower final : public std::enable_shared_from_this<Follower> 
     write_failing_ = true;
     last_open_attempt_ = absl::Now();
   }
+
+  // --- Docker's json file, read directly. ---
+
+  bool StartTailer() {
+    absl::StatusOr<std::unique_ptr<JsonFileTailer>> tailer = JsonFileTailer::Open(json_log_, last_nanos_);
+    if (!tailer.ok()) {
+      ++copier_.fallbacks_;
+      LOG_WARN << "container " << id_ << ": copying its log from Docker's logs API, not its json file: "
+               << tailer.status().message();
+      return false;
+    }
+    tailer_ = *std::move(tailer);
+    ++copier_.from_files_;
+    LOG_DEBUG << "container " << id_ << ": copying its log from Docker's json file " << json_log_;
+    // Entries at the last timestamp come again, as with the API's inclusive `since`.
+    skip_nanos_ = last_nanos_;
+    skip_lines_ = lines_at_last_;
+    if (tailer_->wakeup_fd() >= 0) {
+      const int fd = ::dup(tailer_->wakeup_fd());
+      if (fd >= 0) wakeup_ = std::make_unique<asio::posix::stream_descriptor>(copier_.ioc_, fd);
+    }
+    ReadFile();
+    return true;
+  }
+
+  // Reads what is there (a budget at a time, letting other containers' work run in
+  // between), then waits for the directory to change.
+  void ReadFile() {
+    if (!tailer_ || stopped_) return;
+    absl::StatusOr<JsonFileTailer::Progress> progress = tailer_->Read(
+        [this](const JsonLogEntry& entry) { OnEntry(entry.stream, entry.timestamp, entry.nanos, entry.content); },
+        kFileReadBudget);
+    Flush();
+    if (!progress.ok()) return FallBackToApi(progress.status());
+    if (*progress == JsonFileTailer::Progress::kMore) {
+      asio::post(copier_.ioc_, [weak = weak_from_this()] {
+        if (auto self = weak.lock()) self->ReadFile();
+      });
+      return;
+    }
+    WaitForFile();
+  }
+
+  void WaitForFile() {
+    const uint64_t generation = ++wait_generation_;
+    auto wake = [weak = weak_from_this(), generation](ErrorCode ec) {
+      auto self = weak.lock();
+      if (!self || ec == asio::error::operation_aborted || generation != self->wait_generation_) return;
+      ++self->wait_generation_;  // the other wait is stale now
+      self->ReadFile();
+    };
+    // Docker writes one entry at a time and inotify says so each time: the read waits a
+    // moment after the wakeup so that one read takes what came meanwhile (far less CPU
+    // per MB at a high rate, a few ms of latency).
+    auto coalesce = [weak = weak_from_this(), generation](ErrorCode ec) {
+      auto self = weak.lock();
+      if (!self || ec == asio::error::operation_aborted || generation != self->wait_generation_) return;
+      ++self->wait_generation_;
+      const uint64_t next = self->wait_generation_;
+      self->file_poll_.expires_after(absl::ToChronoNanoseconds(kFileCoalesce));
+      self->file_poll_.async_wait([weak = self->weak_from_this(), next](ErrorCode ec2) {
+        auto me = weak.lock();
+        if (!me || ec2 == asio::error::operation_aborted || next != me->wait_generation_) return;
+        me->ReadFile();
+      });
+    };
+    if (wakeup_) wakeup_->async_wait(asio::posix::stream_descriptor::wait_read, coalesce);
+    file_poll_.expires_after(
+        absl::ToChronoNanoseconds(wakeup_ ? kFileSafetyPoll : copier_.options_.json_poll_interval));
+    file_poll_.async_wait(wake);
+  }
+
+  void DrainFileAndFinish() {
+    for (;;) {
+      absl::StatusOr<JsonFileTailer::Progress> progress = tailer_->Read(
+          [this](const JsonLogEntry& entry) { OnEntry(entry.stream, entry.timestamp, entry.nanos, entry.content); },
+          kFileReadBudget);
+      Flush();
+      if (!progress.ok()) return FallBackToApi(progress.status());  // the API's stream ends and finishes
+      if (*progress == JsonFileTailer::Progress::kIdle) break;
+    }
+    Finish();
+  }
+
+  void FallBackToApi(const absl::Status& why) {
+    ++copier_.fallbacks_;
+    LOG_WARN << "container " << id_ << ": following its json log stopped (" << why.message()
+             << "); copying from Docker's logs API after the last line copied";
+    StopTailer();
+    StartStream();
+  }
+
+  void StopTailer() {
+    if (!tailer_) return;
+    tailer_.reset();
+    --copier_.from_files_;
+    ++wait_generation_;
+    file_poll_.cancel();
+    if (wakeup_) {
+      ErrorCode ignored;
+      wakeup_->cancel(ignored);
+      wakeup_->close(ignored);
+      wakeup_.reset();
+    }
+  }
+
+  // --- Docker's logs API. ---
 
   void StartStream() {
     // Messages at the last timestamp come again (`since` is inclusive); the lines
@@ -203,21 +327,26 @@ class LogCopier::Follower final : public std::enable_shared_from_this<Follower> 
     }
     absl::StatusOr<int64_t> nanos = TimestampNanos(parsed->timestamp);
     if (!nanos.ok()) return;
-    if (*nanos < skip_nanos_) return;  // already copied
+    OnEntry(stream, parsed->timestamp, *nanos, parsed->content);
+  }
+
+  // One message of either source: its CRI lines, less those the file already holds.
+  void OnEntry(LogStream stream, std::string_view timestamp, int64_t nanos, std::string_view content) {
+    if (nanos < skip_nanos_) return;  // already copied
     lines_.clear();
-    AppendCriLines(stream, parsed->timestamp, parsed->content, lines_);
+    AppendCriLines(stream, timestamp, content, lines_);
     std::string_view fresh = lines_;
-    if (*nanos == skip_nanos_) {
+    if (nanos == skip_nanos_) {
       for (; skip_lines_ > 0 && !fresh.empty(); --skip_lines_) fresh.remove_prefix(fresh.find('\n') + 1);
     } else {
       skip_nanos_ = 0;
     }
     const int count = static_cast<int>(std::count(fresh.begin(), fresh.end(), '\n'));
     if (count == 0) return;
-    if (*nanos == last_nanos_) {
+    if (nanos == last_nanos_) {
       lines_at_last_ += count;
     } else {
-      last_nanos_ = *nanos;
+      last_nanos_ = nanos;
       lines_at_last_ = count;
     }
     pending_.append(fresh);
@@ -273,6 +402,7 @@ class LogCopier::Follower final : public std::enable_shared_from_this<Follower> 
   }
 
   void Finish() {
+    StopTailer();
     if (!tty_line_.empty()) {
       OnMessage(LogStream::kStdout, tty_line_);
       tty_line_.clear();
@@ -296,7 +426,12 @@ class LogCopier::Follower final : public std::enable_shared_from_this<Follower> 
   const std::string id_, path_;
   const bool tty_;
   const std::string api_version_;
+  const std::string json_log_;  // empty: the API only
   asio::steady_timer retry_;
+  asio::steady_timer file_poll_;
+  std::unique_ptr<JsonFileTailer> tailer_;                      // while the json file is read
+  std::unique_ptr<asio::posix::stream_descriptor> wakeup_;      // a dup of the tailer's inotify fd
+  uint64_t wait_generation_ = 0;
   dockerclient::StdFrameReader frames_;
   std::shared_ptr<dockerclient::LogStream> stream_;
   common::UniqueFd fd_;
@@ -317,15 +452,17 @@ LogCopier::LogCopier(dockerclient::DockerClient& docker, CopierOptions options)
 
 LogCopier::~LogCopier() { Stop(); }
 
-void LogCopier::Follow(const std::string& container_id, const std::string& path, bool tty) {
+void LogCopier::Follow(const std::string& container_id, const std::string& path, bool tty,
+                       const std::string& json_log) {
   absl::StatusOr<std::string> api = ApiVersion();
   if (!api.ok()) {
     LOG_WARN << "container " << container_id << ": cannot copy its log: " << api.status().message();
     return;
   }
-  asio::post(ioc_, [this, container_id, path, tty, api = *api] {
+  std::string file = options_.read_json_files ? json_log : std::string();
+  asio::post(ioc_, [this, container_id, path, tty, api = *api, file = std::move(file)] {
     if (stopped_ || followers_.count(container_id)) return;
-    auto follower = std::make_shared<Follower>(*this, container_id, path, tty, api);
+    auto follower = std::make_shared<Follower>(*this, container_id, path, tty, api, file);
     followers_.emplace(container_id, follower);
     ++following_;
     follower->Start();
@@ -369,6 +506,17 @@ bool LogCopier::AwaitFinished(const std::string& container_id, absl::Duration ti
   return finished.wait_for(absl::ToChronoNanoseconds(timeout)) == std::future_status::ready;
 }
 
+std::string LogCopier::DockerJsonLogPath(const std::string& container_id, const std::string& log_path) {
+  if (!log_path.empty()) return log_path;
+  std::lock_guard lock(api_mu_);
+  if (docker_root_.empty()) {
+    absl::StatusOr<dockerclient::SystemInfo> info = docker_.Info(common::Context::WithTimeout(kPingTimeout));
+    if (!info.ok() || info->docker_root_dir.empty()) return "";
+    docker_root_ = info->docker_root_dir;
+  }
+  return absl::StrCat(docker_root_, "/containers/", container_id, "/", container_id, "-json.log");
+}
+
 absl::StatusOr<std::string> LogCopier::ApiVersion() {
   std::lock_guard lock(api_mu_);
   if (api_version_.empty()) {
@@ -377,7 +525,9 @@ absl::StatusOr<std::string> LogCopier::ApiVersion() {
   return api_version_;
 }
 
-CopierStats LogCopier::Stats() { return CopierStats{bytes_written_.load(), following_.load()}; }
+CopierStats LogCopier::Stats() {
+  return CopierStats{bytes_written_.load(), following_.load(), from_files_.load(), fallbacks_.load()};
+}
 
 void LogCopier::Stop() {
   if (stopped_ || !thread_.joinable()) return;

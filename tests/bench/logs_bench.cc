@@ -1,5 +1,10 @@
 // shim::logs::LogCopier on a real dockerd, each figure beside its target and Docker's
-// own speed, the ceiling (the copier reads Docker's log stream, it cannot be faster):
+// own speed. Every copier figure is taken for both sources of a json-file container,
+// side by side in alternating order: "files" (Docker's json file read directly, the
+// default) and "API" (Docker's logs stream, the path of every other driver), and
+// "8 live": 8 containers flooding at once into one copier (each 1/8 of the lines),
+// MB/s summed. CPU per MB (copier's thread and dockerd's) is printed for each.
+// The dockerd measured is the one serving DOCKERSHIM_TEST_DOCKER (by its command line).
 //   - throughput (target >= 100 MB/s of CRI log with <= 1 core): a busybox container
 //     (json-file driver, no TTY) writes DSBENCH_LOG_MIB MiB of 100-byte lines as fast as
 //     it can (`yes <99 bytes> | head -n <lines>`):
@@ -121,7 +126,11 @@ double ProcessCpuSeconds(int pid) {
          static_cast<double>(::sysconf(_SC_CLK_TCK));
 }
 
-int FindDockerd() {
+// The dockerd serving `socket_path`: the one whose command line names it, else (the
+// default socket) one started without -H; 0 when none is found. Several engines may
+// run side by side (scripts/docker-engines.sh).
+int FindDockerd(const std::string& socket_path) {
+  int fallback = 0;
   std::error_code ec;
   for (const auto& e : std::filesystem::directory_iterator("/proc", ec)) {
     const std::string name = e.path().filename().string();
@@ -129,9 +138,13 @@ int FindDockerd() {
     std::ifstream comm(e.path() / "comm");
     std::string c;
     std::getline(comm, c);
-    if (c == "dockerd") return std::atoi(name.c_str());
+    if (c != "dockerd") continue;
+    std::ifstream in(e.path() / "cmdline");
+    std::string cmdline((std::istreambuf_iterator<char>(in)), std::istreambuf_iterator<char>());
+    if (absl::StrContains(cmdline, socket_path)) return std::atoi(name.c_str());
+    if (!absl::StrContains(cmdline, absl::string_view("-H\0", 3)) && !absl::StrContains(cmdline, "--host")) fallback = std::atoi(name.c_str());
   }
-  return 0;
+  return fallback;
 }
 
 // What a timed section used: wall time, this process's CPU (all threads, and the
@@ -342,18 +355,33 @@ std::map<std::string, std::vector<Run>>& Runs() {
 
 // Follows `id` into a new CRI file until it holds `want` lines, polling every 1 ms;
 // `before_follow` runs first (untimed: starting the container).
-std::string CopierRun(const std::string& id, int64_t want, const std::function<std::string()>& before_follow,
-                      Run* run) {
+// Docker's json log of a container (its LogPath), "" when it cannot be inspected.
+std::string JsonLogOf(const std::string& id) {
+  auto inspect = env->docker->InspectContainer(Ctx(), id);
+  return inspect.ok() ? inspect->log_path : "";
+}
+
+// The copier's two sources for json-file containers.
+enum class Source { kFiles, kApi };
+const char* Name(Source s) { return s == Source::kFiles ? "files" : "API"; }
+shim::logs::CopierOptions CopierOptionsFor(Source source) {
   shim::logs::CopierOptions options;
   options.docker_socket_path = env->socket_path;
-  shim::logs::LogCopier copier(*env->docker, options);
+  options.read_json_files = source == Source::kFiles;
+  return options;
+}
+
+std::string CopierRun(const std::string& id, int64_t want, const std::function<std::string()>& before_follow,
+                      Run* run, Source source) {
+  shim::logs::LogCopier copier(*env->docker, CopierOptionsFor(source));
   const std::string path = NewLogPath();
   FileLines file(path);
   if (!file.ok()) return "cannot open " + path;
   if (before_follow)
     if (std::string err = before_follow(); !err.empty()) return err;
+  const std::string json_log = JsonLogOf(id);
   const CpuMeter meter;
-  copier.Follow(id, path, /*tty=*/false);
+  copier.Follow(id, path, /*tty=*/false, json_log);
   const absl::Time deadline = absl::Now() + kCopyTimeout;
   while (file.Poll(), file.lines() < want) {
     if (absl::Now() > deadline)
@@ -368,7 +396,9 @@ std::string CopierRun(const std::string& id, int64_t want, const std::function<s
   run->bytes = file.bytes();
   run->lines = file.lines();
   const uint64_t counted = copier.Stats().bytes_written;
+  const uint64_t fallbacks = copier.Stats().fallbacks;
   copier.Stop();
+  if (fallbacks != 0) return absl::StrCat(fallbacks, " fallback(s) from the json file to the API");
   file.Poll();
   if (file.lines() != want) return absl::StrCat("the CRI file holds ", file.lines(), " lines, want ", want);
   if (counted != file.bytes()) return absl::StrCat("Stats().bytes_written ", counted, " != file size ", file.bytes());
@@ -404,28 +434,105 @@ void Report(benchmark::State& state, const std::string& key, const Run& r) {
 }
 
 void BM_Throughput_Live(benchmark::State& state) {
+  int round = 0;
   for (auto _ : state) {
-    auto id = CreateContainer(FloodScript());
-    if (!id.ok()) return state.SkipWithError(("create: " + id.status().ToString()).c_str());
-    Run run;
-    std::string err = CopierRun(
-        *id, env->flood_lines,
-        [&] {
-          absl::Status s = env->docker->StartContainer(Ctx(), *id);
-          return s.ok() ? "" : "start: " + s.ToString();
-        },
-        &run);
-    if (err.empty()) err = WaitExited(*id, absl::Minutes(1));
-    if (!err.empty()) {
-      Remove(*id);
-      return state.SkipWithError(err.c_str());
+    for (int k = 0; k < 2; ++k) {
+      const Source source = (round + k) % 2 == 0 ? Source::kFiles : Source::kApi;
+      auto id = CreateContainer(FloodScript());
+      if (!id.ok()) return state.SkipWithError(("create: " + id.status().ToString()).c_str());
+      Run run;
+      std::string err = CopierRun(
+          *id, env->flood_lines,
+          [&] {
+            absl::Status s = env->docker->StartContainer(Ctx(), *id);
+            return s.ok() ? "" : "start: " + s.ToString();
+          },
+          &run, source);
+      if (err.empty()) err = WaitExited(*id, absl::Minutes(1));
+      if (!err.empty()) {
+        Remove(*id);
+        return state.SkipWithError((std::string(Name(source)) + ": " + err).c_str());
+      }
+      state.SetIterationTime(run.wall);
+      Report(state, absl::StrCat("copier (", Name(source), "), live"), run);
+      // The last one stays for BM_Throughput_Exited.
+      if (!env->exited_flood.empty()) Remove(env->exited_flood);
+      env->exited_flood = *id;
     }
-    state.SetIterationTime(run.wall);
-    Report(state, "copier, live", run);
-    state.counters["cores"] = run.cores;
-    // The last one stays for BM_Throughput_Exited.
-    if (!env->exited_flood.empty()) Remove(env->exited_flood);
-    env->exited_flood = *id;
+    ++round;
+  }
+}
+
+// 8 containers flooding at once, one copier: summed MB/s until every CRI file holds
+// all its lines (each container writes 1/8 of DSBENCH_LOG_MIB).
+std::string EightRun(Source source, Run* run) {
+  constexpr int kContainers = 8;
+  const int64_t lines = env->flood_lines / kContainers;
+  const int64_t saved = env->flood_lines;
+  env->flood_lines = lines;
+  std::vector<std::string> ids;
+  std::string err;
+  for (int i = 0; i < kContainers && err.empty(); ++i) {
+    auto id = CreateContainer(FloodScript());
+    if (!id.ok()) err = "create: " + id.status().ToString();
+    else ids.push_back(*id);
+  }
+  env->flood_lines = saved;
+  auto cleanup = [&] {
+    for (const auto& id : ids) Remove(id);
+  };
+  if (!err.empty()) return cleanup(), err;
+  shim::logs::LogCopier copier(*env->docker, CopierOptionsFor(source));
+  std::vector<std::string> paths;
+  std::vector<std::unique_ptr<FileLines>> files;
+  for (int i = 0; i < kContainers; ++i) {
+    paths.push_back(NewLogPath());
+    files.push_back(std::make_unique<FileLines>(paths.back()));
+  }
+  for (const auto& id : ids)
+    if (absl::Status s = env->docker->StartContainer(Ctx(), id); !s.ok()) return cleanup(), "start: " + s.ToString();
+  const CpuMeter meter;
+  for (int i = 0; i < kContainers; ++i) copier.Follow(ids[i], paths[i], false, JsonLogOf(ids[i]));
+  const absl::Time deadline = absl::Now() + kCopyTimeout;
+  for (;;) {
+    bool all = true;
+    for (auto& f : files) {
+      f->Poll();
+      all = all && f->lines() >= lines;
+    }
+    if (all) break;
+    if (absl::Now() > deadline) return cleanup(), "the CRI files did not fill in time";
+    ::usleep(1000);
+  }
+  const CpuMeter::Figures f = meter.Read();
+  run->wall = f.wall;
+  run->cores = (f.self - f.main) / f.wall;
+  run->dockerd_cores = f.dockerd / f.wall;
+  run->reader_cores = f.main / f.wall;
+  for (auto& file : files) {
+    run->bytes += file->bytes();
+    run->lines += file->lines();
+  }
+  const uint64_t fallbacks = copier.Stats().fallbacks;
+  copier.Stop();
+  cleanup();
+  for (const auto& p : paths) std::filesystem::remove(p);
+  if (fallbacks != 0) return absl::StrCat(fallbacks, " fallback(s) from the json file to the API");
+  return "";
+}
+
+void BM_Throughput_Live8(benchmark::State& state) {
+  int round = 0;
+  for (auto _ : state) {
+    for (int k = 0; k < 2; ++k) {
+      const Source source = (round + k) % 2 == 0 ? Source::kFiles : Source::kApi;
+      Run run;
+      if (std::string err = EightRun(source, &run); !err.empty())
+        return state.SkipWithError((std::string(Name(source)) + ": " + err).c_str());
+      state.SetIterationTime(run.wall);
+      Report(state, absl::StrCat("copier (", Name(source), "), 8 live"), run);
+    }
+    ++round;
   }
 }
 
@@ -442,18 +549,19 @@ void BM_Throughput_Exited(benchmark::State& state) {
   if (std::string err = EnsureExitedFlood(); !err.empty()) return state.SkipWithError(err.c_str());
   int round = 0;
   for (auto _ : state) {
-    Run copier, docker;
-    for (int k = 0; k < 2; ++k) {
-      const bool copier_turn = (round + k) % 2 == 0;
-      std::string err = copier_turn ? CopierRun(env->exited_flood, env->flood_lines, nullptr, &copier)
+    Run files, api, docker;
+    for (int k = 0; k < 3; ++k) {
+      const int turn = (round + k) % 3;
+      std::string err = turn == 0   ? CopierRun(env->exited_flood, env->flood_lines, nullptr, &files, Source::kFiles)
+                        : turn == 1 ? CopierRun(env->exited_flood, env->flood_lines, nullptr, &api, Source::kApi)
                                     : DockerRawRun(env->exited_flood, env->flood_lines, &docker);
-      if (!err.empty()) return state.SkipWithError((std::string(copier_turn ? "copier: " : "docker: ") + err).c_str());
+      if (!err.empty()) return state.SkipWithError(absl::StrCat(turn == 0 ? "files: " : turn == 1 ? "API: " : "docker: ", err).c_str());
     }
     ++round;
-    state.SetIterationTime(copier.wall);
-    Report(state, "copier, exited", copier);
+    state.SetIterationTime(files.wall);
+    Report(state, "copier (files), exited", files);
+    Report(state, "copier (API), exited", api);
     Report(state, "docker raw GET, exited", docker);
-    state.counters["cores"] = copier.cores;
   }
 }
 
@@ -471,12 +579,16 @@ void Record(const std::string& key, int64_t seen_nanos, int64_t stamped_nanos) {
   bench::Samples()[key].push_back(static_cast<double>(seen_nanos - stamped_nanos) / 1e3);
 }
 
-constexpr char kLatencyCopier[] = "write-to-file latency: copier (CRI file, inotify)";
+constexpr char kLatencyCopier[] = "write-to-file latency: copier (files)";
+constexpr char kLatencyCopierApi[] = "write-to-file latency: copier (API)";
 constexpr char kLatencyDocker[] = "write-to-file latency: docker raw follow (floor)";
 
 void BM_Latency(benchmark::State& state) {
   const int64_t lines = EnvInt("DSBENCH_LATENCY_LINES", 500);
+  int round = 0;
   for (auto _ : state) {
+   for (int k = 0; k < 2; ++k) {
+    const Source source = (round + k) % 2 == 0 ? Source::kFiles : Source::kApi;
     // A second of quiet first: both followers are attached before the first line.
     auto id = CreateContainer(absl::StrCat("sleep 1; i=0; while [ $i -lt ", lines,
                                            " ]; do echo \"tick $i\"; i=$((i+1)); usleep 10000; done"));
@@ -485,16 +597,14 @@ void BM_Latency(benchmark::State& state) {
       Remove(*id);
       state.SkipWithError(err.c_str());
     };
-    shim::logs::CopierOptions options;
-    options.docker_socket_path = env->socket_path;
-    shim::logs::LogCopier copier(*env->docker, options);
+    shim::logs::LogCopier copier(*env->docker, CopierOptionsFor(source));
     const std::string path = NewLogPath();
     FileLines file(path);
     common::UniqueFd inotify(::inotify_init1(IN_CLOEXEC | IN_NONBLOCK));
     if (!file.ok() || !inotify || ::inotify_add_watch(inotify.get(), path.c_str(), IN_MODIFY) < 0)
       return fail("cannot watch " + path);
     if (absl::Status s = env->docker->StartContainer(Ctx(), *id); !s.ok()) return fail("start: " + s.ToString());
-    copier.Follow(*id, path, /*tty=*/false);
+    copier.Follow(*id, path, /*tty=*/false, JsonLogOf(*id));
 
     std::vector<std::pair<int64_t, int64_t>> raw_samples;  // (seen, stamped)
     std::string raw_err;
@@ -528,17 +638,20 @@ void BM_Latency(benchmark::State& state) {
     std::vector<double> copier_us;
     for (auto [seen, stamped] : samples) {
       if (stamped == 0) return state.SkipWithError("a CRI line without a timestamp");
-      Record(kLatencyCopier, seen, stamped);
+      Record(source == Source::kFiles ? kLatencyCopier : kLatencyCopierApi, seen, stamped);
       copier_us.push_back(static_cast<double>(seen - stamped) / 1e3);
     }
     for (auto [seen, stamped] : raw_samples) Record(kLatencyDocker, seen, stamped);
     state.SetIterationTime(static_cast<double>(lines) * 0.01);
-    bench::SetPercentileCounters(state, copier_us);
+    if (source == Source::kFiles) bench::SetPercentileCounters(state, copier_us);
+   }
+   ++round;
   }
 }
 
 #define BENCH(fn) BENCHMARK(fn)->UseManualTime()->Unit(benchmark::kMillisecond)
 BENCH(BM_Throughput_Live)->Iterations(2);
+BENCH(BM_Throughput_Live8)->Iterations(1);
 BENCH(BM_Throughput_Exited)->Iterations(3);
 BENCH(BM_Latency)->Iterations(1);
 
@@ -574,7 +687,7 @@ std::string Setup(Env& e) {
   RemoveBenchContainers(*e.docker);  // a killed earlier run
   auto image = e.docker->InspectImage(Ctx(), testenv::BusyboxImage());
   if (!image.ok()) return "the test image " + testenv::BusyboxImage() + " (scripts/test-env.sh): " + image.status().ToString();
-  e.dockerd_pid = FindDockerd();
+  e.dockerd_pid = FindDockerd(e.socket_path);
   e.flood_lines = EnvInt("DSBENCH_LOG_MIB", 256) * (1 << 20) / kLineBytes;
   std::printf("logs_bench: dockerd API %s (pid %d), flood %lld lines of %lld bytes (%.0f MiB)\n", e.api.c_str(),
               e.dockerd_pid, static_cast<long long>(e.flood_lines), static_cast<long long>(kLineBytes),
@@ -589,7 +702,8 @@ void PrintThroughputTable() {
               static_cast<long long>(env->flood_lines), static_cast<long long>(kLineBytes));
   std::printf("  %-40s %4s %9s %10s %8s %12s %13s %12s\n", "measurement", "runs", "MB/s", "Mlines/s", "wall s",
               "shim cores", "dockerd cores", "poll cores");
-  for (const char* key : {"copier, live", "copier, exited", "docker raw GET, exited"}) {
+  for (const char* key : {"copier (files), live", "copier (API), live", "copier (files), 8 live", "copier (API), 8 live",
+                          "copier (files), exited", "copier (API), exited", "docker raw GET, exited"}) {
     auto it = Runs().find(key);
     if (it == Runs().end() || it->second.empty()) {
       std::printf("  %-40s %4s\n", key, "(not run)");
@@ -609,15 +723,30 @@ void PrintThroughputTable() {
   }
   std::printf("  (shim cores: this process minus its main thread = the copier's thread; poll cores: the main\n"
               "   thread, which polls the CRI file or, for docker raw GET, reads the socket and counts frames)\n");
-  auto copier = Runs().find("copier, exited"), docker = Runs().find("docker raw GET, exited");
+  auto copier = Runs().find("copier (API), exited"), docker = Runs().find("docker raw GET, exited");
   if (copier != Runs().end() && docker != Runs().end()) {
     std::vector<double> ratio;
     for (std::size_t i = 0; i < std::min(copier->second.size(), docker->second.size()); ++i)
       ratio.push_back(static_cast<double>(copier->second[i].lines) / copier->second[i].wall /
                       (static_cast<double>(docker->second[i].lines) / docker->second[i].wall));
-    std::printf("  copier / docker lines per second, exited container, side by side: %.3fx (median)\n", Median(ratio));
+    std::printf("  copier (API) / docker lines per second, exited container, side by side: %.3fx (median)\n", Median(ratio));
   }
-  for (const char* key : {"copier, live", "copier, exited"}) {
+  // CPU per MB: the copier's thread, and dockerd's, seconds of CPU per MB of CRI log.
+  std::printf("\n  %-40s %14s %14s\n", "CPU per MB (medians)", "copier ms/MB", "dockerd ms/MB");
+  for (const char* key : {"copier (files), live", "copier (API), live", "copier (files), 8 live", "copier (API), 8 live",
+                          "copier (files), exited", "copier (API), exited"}) {
+    auto it = Runs().find(key);
+    if (it == Runs().end() || it->second.empty()) continue;
+    std::vector<double> copier_ms, dockerd_ms;
+    for (const Run& r : it->second) {
+      const double mb = static_cast<double>(r.bytes) / kMB;
+      copier_ms.push_back(r.cores * r.wall / mb * 1e3);
+      dockerd_ms.push_back(r.dockerd_cores * r.wall / mb * 1e3);
+    }
+    std::printf("  %-40s %14.3f %14.3f\n", key, Median(copier_ms), Median(dockerd_ms));
+  }
+  for (const auto& [key, target] : std::vector<std::pair<const char*, double>>{
+           {"copier (files), live", 100}, {"copier (files), exited", 100}, {"copier (files), 8 live", 200}}) {
     auto it = Runs().find(key);
     if (it == Runs().end() || it->second.empty()) continue;
     std::vector<double> mbps, cores;
@@ -625,8 +754,8 @@ void PrintThroughputTable() {
       mbps.push_back(static_cast<double>(r.bytes) / kMB / r.wall);
       cores.push_back(r.cores);
     }
-    const bool ok = Median(mbps) >= 100 && Median(cores) <= 1;
-    std::printf("Target (%s): >= 100 MB/s with <= 1 core: %.1f MB/s at %.3f cores  %s\n", key, Median(mbps),
+    const bool ok = Median(mbps) >= target;
+    std::printf("Target (%s): >= %.0f MB/s: %.1f MB/s at %.3f copier cores  %s\n", key, target, Median(mbps),
                 Median(cores), ok ? "ok" : "MISSED");
   }
   std::fflush(stdout);
@@ -637,9 +766,12 @@ void PrintLatencyTargets() {
   auto floor = bench::Samples().find(kLatencyDocker);
   if (it == bench::Samples().end() || it->second.empty()) return;
   const double p99_ms = bench::Percentile(it->second, 99) / 1e3;
-  std::printf("Target: write-to-file latency p99 <= 100 ms: copier p50 %.2f ms, p99 %.2f ms, max %.2f ms  %s",
+  std::printf("Target: write-to-file latency p99 <= 50 ms: copier (files) p50 %.2f ms, p99 %.2f ms, max %.2f ms  %s",
               bench::Percentile(it->second, 50) / 1e3, p99_ms, bench::Percentile(it->second, 100) / 1e3,
-              p99_ms <= 100 ? "ok" : "MISSED");
+              p99_ms <= 50 ? "ok" : "MISSED");
+  if (auto api = bench::Samples().find(kLatencyCopierApi); api != bench::Samples().end() && !api->second.empty())
+    std::printf(" (copier (API): p50 %.2f ms, p99 %.2f ms)", bench::Percentile(api->second, 50) / 1e3,
+                bench::Percentile(api->second, 99) / 1e3);
   if (floor != bench::Samples().end() && !floor->second.empty())
     std::printf(" (Docker's own: p50 %.2f ms, p99 %.2f ms)", bench::Percentile(floor->second, 50) / 1e3,
                 bench::Percentile(floor->second, 99) / 1e3);

@@ -18,6 +18,7 @@
 #include "tests/integration/cri_client.h"
 #include "tests/integration/daemon.h"
 #include "tests/integration/env.h"
+#include "tests/integration/logs_env.h"
 #include "tests/integration/event_watch.h"
 #include "tests/integration/shell.h"
 
@@ -47,7 +48,7 @@ class DaemonTest : public ::testing::Test {
   std::vector<std::string> ServeArgs() {
     return {"--container-runtime-endpoint", "unix://" + socket_, "--docker-endpoint", testenv::DockerEndpoint(),
             "--network-plugin", "docker", "--root-directory", (dir_ / "root").string(), "--log-level", "debug",
-            "--pod-infra-container-image", testenv::PauseImage()};
+            "--pod-infra-container-image", testenv::PauseImage(), testenv::LogsFromFilesFlag()};
   }
   bool WaitForSocket() { return testenv::WaitForSocket(socket_); }
   testenv::CriClient Client() { return testenv::CriClient(socket_, std::chrono::seconds(30)); }
@@ -251,6 +252,10 @@ TEST_F(DaemonTest, RotationByRenameAndReopenContainerLogLosesNoLine) {
   }
   all += ReadFile(WriterLog());
   EXPECT_EQ(CheckNumberedLog(all, kLines), "");
+  // The source the copy used: Docker's json file (the default) or its logs API.
+  EXPECT_EQ(d.Stderr().find("copying its log from Docker's json file") != std::string::npos, testenv::LogsFromFiles())
+      << d.Stderr().substr(0, 3000);
+  EXPECT_EQ(d.Stderr().find("copying from Docker's logs API"), std::string::npos) << "no fallback";
 
   // A stopped container's log cannot be reopened (containerd answers the same).
   ASSERT_TRUE(cri.StopContainer(id, 0).ok());

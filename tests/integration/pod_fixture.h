@@ -58,6 +58,7 @@
 #include "shim/network/docker_bridge.h"
 #include "shim/oom/kernel_oom_log.h"
 #include "tests/integration/env.h"
+#include "tests/integration/logs_env.h"
 #include "tests/integration/shell.h"
 
 namespace shim {
@@ -332,6 +333,7 @@ class PodIntegration : public ::testing::Test {
     if (!log_copier_) {
       logs::CopierOptions copier_options;
       copier_options.docker_socket_path = std::string(absl::StripPrefix(testenv::DockerEndpoint(), "unix://"));
+      copier_options.read_json_files = testenv::LogsFromFiles();
       log_copier_ = std::make_unique<logs::LogCopier>(*docker_, copier_options);
     }
     options.log_copier = log_copier_.get();

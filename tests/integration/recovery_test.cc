@@ -30,6 +30,7 @@
 #include "shim/checkpoint_store.h"
 #include "tests/integration/cri_client.h"
 #include "tests/integration/env.h"
+#include "tests/integration/logs_env.h"
 #include "tests/integration/event_watch.h"
 #include "tests/integration/shell.h"
 #include "tests/integration/daemon.h"
@@ -115,7 +116,8 @@ class RecoveryTest : public ::testing::Test {
     return {"--container-runtime-endpoint", "unix://" + socket_, "--docker-endpoint", docker_endpoint,
             "--network-plugin", "cni", "--cni-bin-dir", testenv::CniBinDir(), "--cni-conf-dir",
             (dir_ / "net.d").string(), "--cni-cache-dir", (dir_ / "cache").string(), "--root-directory",
-            (dir_ / "root").string(), "--pod-infra-container-image", testenv::PauseImage(), "--log-level", "debug"};
+            (dir_ / "root").string(), "--pod-infra-container-image", testenv::PauseImage(), "--log-level", "debug",
+            testenv::LogsFromFilesFlag()};
   }
   void StartShim(const std::string& docker_endpoint = testenv::DockerEndpoint()) {
     ::unlink(socket_.c_str());

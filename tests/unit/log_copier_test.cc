@@ -19,6 +19,7 @@
 
 #include "absl/strings/str_cat.h"
 #include "absl/time/clock.h"
+#include "shim/logs/cri_log.h"
 #include "tests/unit/fake_docker_client.h"
 #include "tests/unit/test_http_server.h"
 
@@ -302,6 +303,119 @@ TEST_F(LogCopierTest, StopEndsFollowedStreams) {
   copier_->Stop();  // returns though the stream never ends
   EXPECT_EQ(copier_->Stats().containers, 0);
   release_ = true;
+}
+
+// --- Docker's json file, read directly (json-file driver). ---
+
+std::string JsonEntry(const char* time, std::string_view log, const char* stream = "stdout") {
+  std::string escaped;
+  for (char c : log) {
+    if (c == '\n') escaped += "\\n";
+    else if (c == '"') escaped += "\\\"";
+    else escaped.push_back(c);
+  }
+  return absl::StrCat(R"({"log":")", escaped, R"(","stream":")", stream, R"(","time":")", time, "\"}\n");
+}
+
+class LogCopierFileTest : public LogCopierTest {
+ protected:
+  void SetUp() override {
+    LogCopierTest::SetUp();
+    json_ = root_ + "/docker/c1/c1-json.log";
+    fs::create_directories(fs::path(json_).parent_path());
+  }
+  void Docker(const std::string& text, const std::string& file = "") {
+    std::ofstream(file.empty() ? json_ : file, std::ios::app) << text;
+  }
+  // A dockerd that must not be asked, unless a test falls back to it.
+  void ServeNothing() {
+    Serve([](int fd, int) { testhttp::WriteAll(fd, testhttp::Response(500, R"({"message":"not expected"})")); });
+  }
+  std::string json_;
+};
+
+TEST_F(LogCopierFileTest, CopiesTheJsonFileAcrossDockersRotationWithoutAskingDocker) {
+  ServeNothing();
+  const std::string piece(kMaxLineBytes, 'x');  // Docker's 16 KiB pieces of a longer line
+  Docker(JsonEntry(kT1, "hello\n") + JsonEntry(kT2, "oops\n", "stderr"));
+  copier_->Follow("c1", path_, false, json_);
+  EXPECT_TRUE(FileHolds(absl::StrCat(kT1, " stdout F hello\n", kT2, " stderr F oops\n"))) << ReadFile(path_);
+  EXPECT_EQ(copier_->Stats().from_files, 1);
+  // Docker's rotation (max-file=2): the rest of the old file, then the new one.
+  Docker(JsonEntry(kT3, piece));
+  fs::rename(json_, json_ + ".1");
+  Docker(JsonEntry(kT3, "end\n"));
+  EXPECT_TRUE(FileHolds(absl::StrCat(kT1, " stdout F hello\n", kT2, " stderr F oops\n", kT3, " stdout P ", piece, "\n",
+                                     kT3, " stdout F end\n")));
+  // The kubelet's rotation.
+  fs::rename(path_, path_ + ".20261201-100000");
+  ASSERT_TRUE(copier_->Reopen("c1").ok());
+  Docker(JsonEntry("2026-12-01T10:00:01Z", "after\n"));
+  EXPECT_TRUE(FileHolds("2026-12-01T10:00:01.000000000Z stdout F after\n")) << ReadFile(path_);
+  // Exited: the file's end is the log's end.
+  EXPECT_TRUE(copier_->AwaitFinished("c1", absl::Seconds(5)));
+  EXPECT_EQ(copier_->Stats().containers, 0);
+  EXPECT_EQ(copier_->Stats().from_files, 0);
+  EXPECT_TRUE(Targets().empty()) << Targets().at(0);
+  EXPECT_EQ(copier_->Stats().fallbacks, 0u);
+}
+
+TEST_F(LogCopierFileTest, ResumesAfterARestartFromTheLastLineAcrossRotatedFiles) {
+  ServeNothing();
+  // A previous shim copied up to T2's first piece, then died mid-write.
+  std::ofstream(path_) << kT1 << " stdout F one\n" << kT2 << " stdout P ab\n" << kT2 << " stdout F c";
+  Docker(JsonEntry(kT1, "one\n") + JsonEntry(kT2, "ab"), json_ + ".2");
+  Docker(JsonEntry(kT2, "cd\n"), json_ + ".1");
+  Docker(JsonEntry(kT3, "three\n"));
+  copier_->Follow("c1", path_, false, json_);
+  EXPECT_TRUE(FileHolds(absl::StrCat(kT1, " stdout F one\n", kT2, " stdout P ab\n", kT2, " stdout F cd\n", kT3,
+                                     " stdout F three\n")))
+      << ReadFile(path_);
+  EXPECT_TRUE(Targets().empty());
+}
+
+TEST_F(LogCopierFileTest, ATruncatedJsonFileFallsBackToTheApiAfterTheLastLine) {
+  Serve([](int fd, int) {
+    testhttp::WriteAll(fd, kOk);
+    testhttp::WriteAll(fd, Chunk(Frame(1, absl::StrCat(kT1, " one\n")) + Frame(1, absl::StrCat(kT2, " two\n"))));
+    testhttp::WriteAll(fd, kEnd);
+  });
+  Docker(JsonEntry(kT1, "one\n"));
+  copier_->Follow("c1", path_, false, json_);
+  ASSERT_TRUE(FileHolds(absl::StrCat(kT1, " stdout F one\n")));
+  ::truncate(json_.c_str(), 0);  // by hand
+  std::ofstream(json_, std::ios::app).flush();
+  EXPECT_TRUE(FileHolds(absl::StrCat(kT1, " stdout F one\n", kT2, " stdout F two\n"))) << ReadFile(path_);
+  ASSERT_FALSE(Targets().empty());
+  EXPECT_THAT(Targets()[0], HasSubstr("&follow=1&since=1796119200.000000001"));
+  EXPECT_EQ(copier_->Stats().fallbacks, 1u);
+}
+
+TEST_F(LogCopierFileTest, AMissingJsonFileUsesTheApi) {
+  Serve([](int fd, int) {
+    testhttp::WriteAll(fd, kOk);
+    testhttp::WriteAll(fd, Chunk(Frame(1, absl::StrCat(kT1, " one\n"))));
+    testhttp::WriteAll(fd, kEnd);
+  });
+  copier_->Follow("c1", path_, false, root_ + "/docker/none/none-json.log");
+  EXPECT_TRUE(FileHolds(absl::StrCat(kT1, " stdout F one\n"))) << ReadFile(path_);
+  EXPECT_EQ(copier_->Stats().fallbacks, 1u);
+}
+
+TEST_F(LogCopierFileTest, TheApiOnlyWhenFilesAreNotToBeRead) {
+  Serve([](int fd, int) {
+    testhttp::WriteAll(fd, kOk);
+    testhttp::WriteAll(fd, Chunk(Frame(1, absl::StrCat(kT1, " api\n"))));
+    testhttp::WriteAll(fd, kEnd);
+  });
+  CopierOptions options;
+  options.docker_socket_path = server_->path();
+  options.read_json_files = false;
+  copier_ = std::make_unique<LogCopier>(docker_, options);
+  Docker(JsonEntry(kT1, "file\n"));
+  copier_->Follow("c1", path_, false, json_);
+  EXPECT_TRUE(FileHolds(absl::StrCat(kT1, " stdout F api\n"))) << ReadFile(path_);
+  EXPECT_EQ(copier_->Stats().fallbacks, 0u);
 }
 
 }  // namespace

@@ -1,0 +1,277 @@
+#include "shim/logs/json_file_tailer.h"
+
+#include <fcntl.h>
+#include <sys/inotify.h>
+#include <sys/stat.h>
+#include <unistd.h>
+
+#include <cerrno>
+#include <cstring>
+#include <filesystem>
+#include <optional>
+#include <vector>
+
+#include "absl/strings/str_cat.h"
+#include "common/log.h"
+#include "common/strings.h"
+
+namespace shim::logs {
+namespace {
+
+constexpr std::size_t kReadBytes = 256 << 10;
+// An entry is at most 16 KiB of content, escaped (up to 6 bytes a byte) plus attrs.
+constexpr std::size_t kMaxEntryBytes = 4 << 20;
+// Docker's max-file has no limit; past this many rotated files the search stops.
+constexpr int kMaxRotatedFiles = 10000;
+constexpr int kSuccessorTries = 5;
+
+absl::Status FallBack(std::string_view why) { return absl::FailedPreconditionError(common::Av(why)); }
+
+std::string Rotated(const std::string& path, int k) { return absl::StrCat(path, ".", k); }
+
+bool Exists(const std::string& path) {
+  struct stat st;
+  return ::stat(path.c_str(), &st) == 0;
+}
+
+std::optional<struct stat> Stat(const std::string& path) {
+  struct stat st;
+  if (::stat(path.c_str(), &st) != 0) return std::nullopt;
+  return st;
+}
+
+bool SameFile(const struct stat& a, dev_t dev, ino_t ino) { return a.st_dev == dev && a.st_ino == ino; }
+
+absl::StatusOr<int64_t> CompressedLastTime(const std::string& path) {
+  common::UniqueFd fd(::open(path.c_str(), O_RDONLY | O_CLOEXEC));
+  if (!fd) return absl::ErrnoToStatus(errno, absl::StrCat("open ", path));
+  char header[512];
+  const ssize_t n = ::pread(fd.get(), header, sizeof header, 0);
+  if (n < 0) return absl::ErrnoToStatus(errno, absl::StrCat("read ", path));
+  return GzipLastTime(std::string_view(header, static_cast<std::size_t>(n)));
+}
+
+// The time of the first complete entry of an open file; nullopt when it has none yet.
+std::optional<int64_t> FirstNanos(int fd) {
+  std::string head(64 << 10, '\0');
+  std::size_t have = 0;
+  for (;;) {
+    const ssize_t n = ::pread(fd, head.data() + have, head.size() - have, static_cast<off_t>(have));
+    if (n < 0 && errno == EINTR) continue;
+    if (n <= 0) return std::nullopt;
+    have += static_cast<std::size_t>(n);
+    const std::size_t nl = std::string_view(head.data(), have).find('\n');
+    if (nl != std::string_view::npos) {
+      absl::StatusOr<int64_t> nanos = JsonLogLineNanos(std::string_view(head.data(), nl));
+      return nanos.ok() ? std::optional<int64_t>(*nanos) : std::nullopt;
+    }
+    if (have == head.size()) {
+      if (head.size() >= kMaxEntryBytes) return std::nullopt;
+      head.resize(head.size() * 2);
+    }
+  }
+}
+
+}  // namespace
+
+JsonFileTailer::~JsonFileTailer() = default;
+
+absl::StatusOr<std::unique_ptr<JsonFileTailer>> JsonFileTailer::Open(const std::string& path, int64_t since_nanos) {
+  std::unique_ptr<JsonFileTailer> tailer(new JsonFileTailer(path));
+  if (absl::Status s = tailer->Start(since_nanos); !s.ok()) return s;
+  return tailer;
+}
+
+absl::Status JsonFileTailer::Start(int64_t since_nanos) {
+  since_nanos_ = since_nanos;
+  // Watch before the files are looked at: a rotation from now on wakes the owner.
+  inotify_ = common::UniqueFd(::inotify_init1(IN_NONBLOCK | IN_CLOEXEC));
+  if (inotify_) {
+    const std::string dir = std::filesystem::path(path_).parent_path().string();
+    if (::inotify_add_watch(inotify_.get(), dir.c_str(),
+                            IN_MODIFY | IN_CREATE | IN_MOVED_FROM | IN_MOVED_TO | IN_DELETE | IN_CLOSE_WRITE) < 0)
+      inotify_.Reset();
+  }
+  for (int attempt = 0; attempt < kSuccessorTries; ++attempt) {
+    // The current file, then back through the rotated ones (newest first) while the
+    // file at hand starts at or after `since` (a file that starts before it holds it).
+    common::UniqueFd current(::open(path_.c_str(), O_RDONLY | O_CLOEXEC));
+    if (!current) return FallBack(absl::StrCat("cannot open ", path_, ": ", std::strerror(errno)));
+    struct stat current_st;
+    if (::fstat(current.get(), &current_st) != 0) return FallBack(absl::StrCat("stat ", path_, ": ", std::strerror(errno)));
+    common::UniqueFd chosen = std::move(current);
+    std::string chosen_name = path_;
+    bool need_older = since_nanos == 0;
+    if (!need_older) {
+      std::optional<int64_t> first = FirstNanos(chosen.get());
+      need_older = !first || *first >= since_nanos;
+    }
+    for (int k = 1; need_older && k <= kMaxRotatedFiles; ++k) {
+      const std::string name = Rotated(path_, k);
+      common::UniqueFd older(::open(name.c_str(), O_RDONLY | O_CLOEXEC));
+      if (!older && errno == ENOENT) {
+        const std::string gz = name + ".gz";
+        if (!Exists(gz)) break;  // the oldest file is the one chosen
+        absl::StatusOr<int64_t> last = CompressedLastTime(gz);
+        if (since_nanos > 0 && last.ok() && *last < since_nanos) break;  // all before `since`
+        return FallBack(absl::StrCat("the entries wanted are in ", gz, ", compressed"));
+      }
+      if (!older) return FallBack(absl::StrCat("cannot open ", name, ": ", std::strerror(errno)));
+      chosen = std::move(older);
+      chosen_name = name;
+      if (since_nanos > 0) {
+        std::optional<int64_t> first = FirstNanos(chosen.get());
+        need_older = !first || *first >= since_nanos;
+      }
+    }
+    // A rotation while looking may have moved the files under the names: look again.
+    const std::optional<struct stat> now = Stat(path_);
+    if (!now || !SameFile(*now, current_st.st_dev, current_st.st_ino)) continue;
+    struct stat st;
+    if (::fstat(chosen.get(), &st) != 0) return FallBack(absl::StrCat("stat ", chosen_name, ": ", std::strerror(errno)));
+    fd_ = std::move(chosen);
+    dev_ = st.st_dev;
+    ino_ = st.st_ino;
+    offset_ = 0;
+    return absl::OkStatus();
+  }
+  return FallBack(absl::StrCat(path_, " rotates faster than it can be opened"));
+}
+
+void JsonFileTailer::DrainWakeups() {
+  if (!inotify_) return;
+  alignas(struct inotify_event) char events[4096];
+  while (::read(inotify_.get(), events, sizeof events) > 0) {
+  }
+}
+
+absl::StatusOr<JsonFileTailer::Progress> JsonFileTailer::Read(const EntryFn& on_entry, std::size_t budget) {
+  DrainWakeups();
+  std::size_t used = 0;
+  while (used < budget) {
+    const std::size_t have = buf_.size();
+    if (have >= kMaxEntryBytes) return FallBack(absl::StrCat(path_, ": an entry longer than ", kMaxEntryBytes, " bytes"));
+    buf_.resize(have + kReadBytes);
+    ssize_t n;
+    do {
+      n = ::pread(fd_.get(), buf_.data() + have, kReadBytes, static_cast<off_t>(offset_ + have));
+    } while (n < 0 && errno == EINTR);
+    if (n < 0) {
+      buf_.resize(have);
+      return FallBack(absl::StrCat("read ", path_, ": ", std::strerror(errno)));
+    }
+    buf_.resize(have + static_cast<std::size_t>(n));
+    if (n > 0) {
+      used += static_cast<std::size_t>(n);
+      if (absl::Status s = Consume(on_entry); !s.ok()) return s;
+      continue;
+    }
+    absl::StatusOr<bool> next = FollowRotation();
+    if (!next.ok()) return next.status();
+    if (!*next) return Progress::kIdle;
+  }
+  return Progress::kMore;
+}
+
+// Hands out buf_'s complete lines and keeps what follows the last '\n'.
+absl::Status JsonFileTailer::Consume(const EntryFn& on_entry) {
+  std::string_view data = buf_;
+  std::size_t consumed = 0;
+  for (;;) {
+    const void* found = std::memchr(data.data() + consumed, '\n', data.size() - consumed);
+    if (!found) break;
+    const std::size_t nl = static_cast<std::size_t>(static_cast<const char*>(found) - data.data());
+    const std::string_view line = data.substr(consumed, nl - consumed);
+    consumed = nl + 1;
+    if (since_nanos_ > 0) {
+      absl::StatusOr<int64_t> nanos = JsonLogLineNanos(line);
+      if (!nanos.ok()) {
+        ++bad_lines_;
+        continue;
+      }
+      last_nanos_ = *nanos;
+      if (*nanos < since_nanos_) continue;
+      since_nanos_ = 0;  // from here on, everything (as the copier's own skip does)
+    }
+    if (absl::Status s = ParseJsonLogLine(line, entry_); !s.ok()) {
+      if (bad_lines_++ == 0) LOG_WARN << path_ << ": skipping what is not a json-file entry: " << s.message();
+      continue;
+    }
+    last_nanos_ = entry_.nanos;
+    on_entry(entry_);
+  }
+  offset_ += consumed;
+  buf_.erase(0, consumed);
+  return absl::OkStatus();
+}
+
+absl::StatusOr<bool> JsonFileTailer::FollowRotation() {
+  struct stat own;
+  if (::fstat(fd_.get(), &own) != 0) return FallBack(absl::StrCat("stat ", path_, ": ", std::strerror(errno)));
+  if (static_cast<uint64_t>(own.st_size) < offset_ + buf_.size())
+    return FallBack(absl::StrCat(path_, " was truncated (from ", offset_ + buf_.size(), " to ", own.st_size, " bytes)"));
+  const std::optional<struct stat> at_path = Stat(path_);
+  // Not there: between Docker's rename (or unlink) and its new file. Soon back.
+  if (!at_path || SameFile(*at_path, dev_, ino_)) return false;
+  // Docker closes the file before it renames it: once more to its end, then this file is done.
+  if (static_cast<uint64_t>(own.st_size) > offset_ + buf_.size()) return true;  // Read reads the rest first
+  if (!buf_.empty()) {
+    LOG_WARN << path_ << ": the rotated file ends in an unfinished entry (" << buf_.size() << " bytes); skipped";
+    ++bad_lines_;
+    buf_.clear();
+  }
+  for (int attempt = 0; attempt < kSuccessorTries; ++attempt) {
+    // Where this file is now: <path>.k (by inode), or <path>.k.gz (by its last entry's
+    // time in the gzip header), or gone.
+    int position = 0;
+    bool compressed = false, any_rotated = false;
+    for (int k = 1; k <= kMaxRotatedFiles && position == 0; ++k) {
+      const std::optional<struct stat> st = Stat(Rotated(path_, k));
+      const bool gz = Exists(Rotated(path_, k) + ".gz");
+      if (!st && !gz) break;
+      any_rotated = true;
+      if (st && SameFile(*st, dev_, ino_)) {
+        position = k;
+      } else if (gz && last_nanos_ > 0) {
+        absl::StatusOr<int64_t> last = CompressedLastTime(Rotated(path_, k) + ".gz");
+        if (last.ok() && *last == last_nanos_) {
+          position = k;
+          compressed = true;
+        }
+      }
+    }
+    if (position == 0 && any_rotated)
+      return FallBack(absl::StrCat(path_, " was rotated more than once while its older file was being read"));
+    // max-file=1: the file was unlinked, the next one is at the path (one that came
+    // and went in between is gone from Docker too).
+    const std::string next_name = position <= 1 ? path_ : Rotated(path_, position - 1);
+    common::UniqueFd next(::open(next_name.c_str(), O_RDONLY | O_CLOEXEC));
+    if (!next) {
+      if (errno == ENOENT && position > 1 && Exists(next_name + ".gz"))
+        return FallBack(absl::StrCat(next_name, " was compressed before it was read"));
+      if (errno == ENOENT) continue;  // moved meanwhile: look again
+      return FallBack(absl::StrCat("cannot open ", next_name, ": ", std::strerror(errno)));
+    }
+    struct stat next_st;
+    if (::fstat(next.get(), &next_st) != 0) return FallBack(absl::StrCat("stat ", next_name, ": ", std::strerror(errno)));
+    // Still where it was found: no rotation came between the look and the open.
+    bool stayed = true;
+    if (position > 0 && !compressed) {
+      const std::optional<struct stat> again = Stat(Rotated(path_, position));
+      stayed = again && SameFile(*again, dev_, ino_);
+    } else {
+      const std::optional<struct stat> again = Stat(next_name);
+      stayed = again && SameFile(*again, next_st.st_dev, next_st.st_ino);
+    }
+    if (!stayed) continue;
+    fd_ = std::move(next);
+    dev_ = next_st.st_dev;
+    ino_ = next_st.st_ino;
+    offset_ = 0;
+    ++rotations_;
+    return true;
+  }
+  return FallBack(absl::StrCat(path_, " rotates faster than it can be followed"));
+}
+
+}  // namespace shim::logs

@@ -1,0 +1,72 @@
+#pragma once
+// Follows a container's json-file log (json_file.h) on disk: the entries Docker
+// wrote, in the order it wrote them, across its rotations, from a resume time on.
+// No thread and no event loop of its own: the owner waits until wakeup_fd() is
+// readable (inotify on the log's directory; or polls when it is -1) and calls Read().
+//
+// Where the entries cannot be followed for sure, Open and Read answer an error and the
+// owner falls back to Docker's logs API (which reads the same files, compressed ones
+// included): the file is missing or unreadable, was truncated, a rotated file that is
+// needed is already compressed, or Docker rotated past the file being read before its
+// successor could be told (rotated faster than it was read).
+#include <sys/types.h>
+
+#include <cstdint>
+#include <functional>
+#include <memory>
+#include <string>
+
+#include "absl/status/statusor.h"
+#include "common/unique_fd.h"
+#include "shim/logs/json_file.h"
+
+namespace shim::logs {
+
+class JsonFileTailer {
+ public:
+  // `path`: Docker's LogPath (<id>-json.log). Entries before `since_nanos` are skipped
+  // (0: everything Docker holds, rotated files included); the reading starts in the
+  // newest file that can hold entries at `since_nanos`.
+  static absl::StatusOr<std::unique_ptr<JsonFileTailer>> Open(const std::string& path, int64_t since_nanos);
+  ~JsonFileTailer();
+  JsonFileTailer(const JsonFileTailer&) = delete;
+  JsonFileTailer& operator=(const JsonFileTailer&) = delete;
+
+  // Readable when the log's directory changed (inotify, non-blocking; Read drains it).
+  // -1 when no inotify instance could be made: poll Read instead.
+  int wakeup_fd() const { return inotify_.get(); }
+
+  enum class Progress { kIdle, kMore };
+  // Hands the complete entries written so far to `on_entry`, in file order, reading
+  // about `budget` bytes at most (kMore: call again). An entry being written (no '\n'
+  // yet) waits for the next call. FAILED_PRECONDITION: cannot go on, fall back.
+  using EntryFn = std::function<void(const JsonLogEntry&)>;
+  absl::StatusOr<Progress> Read(const EntryFn& on_entry, std::size_t budget);
+
+  const std::string& path() const { return path_; }
+  uint64_t rotations() const { return rotations_; }  // followed since Open
+  uint64_t skipped_lines() const { return bad_lines_; }  // not json-file entries
+
+ private:
+  explicit JsonFileTailer(std::string path) : path_(std::move(path)) {}
+  absl::Status Start(int64_t since_nanos);
+  void DrainWakeups();
+  // At the end of the file being read: the next file when Docker rotated it, the same
+  // one when not (false), or an error (truncated, rotated too fast).
+  absl::StatusOr<bool> FollowRotation();
+  absl::Status Consume(const EntryFn& on_entry);
+
+  const std::string path_;
+  common::UniqueFd inotify_;
+  common::UniqueFd fd_;  // the file being read
+  dev_t dev_ = 0;
+  ino_t ino_ = 0;
+  uint64_t offset_ = 0;  // of buf_'s first byte in fd_
+  std::string buf_;      // read, not yet handed out (the start of an entry being written)
+  int64_t since_nanos_ = 0;
+  int64_t last_nanos_ = 0;  // of the last entry read (a compressed file's LastTime names it)
+  uint64_t rotations_ = 0, bad_lines_ = 0;
+  JsonLogEntry entry_;  // reused
+};
+
+}  // namespace shim::logs
