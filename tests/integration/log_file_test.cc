@@ -129,7 +129,7 @@ TEST_F(LogFileIntegration, LongLinesBecomePiecesAndStreamsStayInOrder) {
   // 40000 bytes without a newline, then a line on stderr, then a short stdout line (the
   // sleeps: Docker copies stdout and stderr on two goroutines, so their order in its log
   // is the order it read them in, not the container's).
-  auto c = Run("head -c 40000 /dev/zero | tr '\\0' a; echo; sleep 0.2; echo err >&2; sleep 0.2; echo end", json::object());
+  auto c = Run("head -c 40000 /dev/zero | tr '\\0' a; echo; sleep 1; echo err >&2; sleep 1; echo end", json::object());
   ASSERT_TRUE(c.ok()) << c.status();
   ASSERT_TRUE(WaitExited(c->id));
   auto files = Copier(true);
