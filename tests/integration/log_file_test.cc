@@ -158,7 +158,7 @@ TEST_F(LogFileIntegration, LongLinesBecomePiecesAndStreamsStayInOrder) {
 }
 
 TEST_F(LogFileIntegration, ARestartInTheMiddleResumesAcrossRotatedFiles) {
-  constexpr int kLines = 6000;
+  constexpr int kLines = 3000;  // about 12 rotations at max-size 20k
   auto c = Run(absl::StrCat("sleep 0.5; i=0; while [ $i -lt ", kLines,
                             " ]; do echo line-$i-padding-padding-padding; i=$((i+1)); usleep 300; done; echo done"),
                {{"max-size", "20k"}, {"max-file", "100"}});
@@ -170,8 +170,9 @@ TEST_F(LogFileIntegration, ARestartInTheMiddleResumesAcrossRotatedFiles) {
     const std::string text = ReadFile(path);
     return std::count(text.begin(), text.end(), '\n');
   };
-  for (int i = 0; i < 400 && lines() < 1000; ++i) absl::SleepFor(absl::Milliseconds(10));
-  ASSERT_GE(lines(), 1000);
+  // The copy is in the middle (the container's pace depends on the machine's load).
+  for (int i = 0; i < 3000 && lines() < 500; ++i) absl::SleepFor(absl::Milliseconds(10));
+  ASSERT_GE(lines(), 500);
   first.reset();  // the shim is gone; the container writes and Docker rotates on
   std::ofstream(path, std::ios::app) << "2026-12-01T10:00:00.000000001Z stdout F li";  // a write cut short
   absl::SleepFor(absl::Milliseconds(500));
