@@ -132,10 +132,8 @@ bool SkipValue(std::string_view s, std::size_t& pos) {
   return true;
 }
 
-}  // namespace
-
 // In place: the fraction of a valid RFC 3339 timestamp padded to 9 digits.
-static void PadFraction(std::string& timestamp) {
+void PadFraction(std::string& timestamp) {
   constexpr std::size_t kSeconds = 19;  // "2026-12-01T10:00:00"
   std::size_t pos = kSeconds;
   if (pos < timestamp.size() && timestamp[pos] == '.') {
@@ -147,11 +145,7 @@ static void PadFraction(std::string& timestamp) {
   }
 }
 
-std::string FixedWidthTimestamp(std::string_view timestamp) {
-  std::string out(timestamp);
-  PadFraction(out);
-  return out;
-}
+}  // namespace
 
 absl::Status ParseJsonLogLine(std::string_view line, JsonLogEntry& entry) {
   entry.content.clear();

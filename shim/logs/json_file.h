@@ -42,10 +42,6 @@ absl::Status ParseJsonLogLine(std::string_view line, JsonLogEntry& entry);
 // decoding the rest: to skip what was copied already. INVALID_ARGUMENT otherwise.
 absl::StatusOr<int64_t> JsonLogLineNanos(std::string_view line);
 
-// "2026-12-01T10:00:00.5Z" -> "2026-12-01T10:00:00.500000000Z" (RFC3339NanoFixed):
-// the fraction padded to 9 digits, the zone kept. `timestamp` must be valid RFC 3339.
-std::string FixedWidthTimestamp(std::string_view timestamp);
-
 // The "LastTime" Docker stores in the Extra field of a rotated, compressed log's
 // gzip header (`header`: the file's first bytes, 512 are plenty). NOT_FOUND when the
 // header has none, INVALID_ARGUMENT when it is not a gzip header.

@@ -188,10 +188,7 @@ class LogCopier::Follower final : public std::enable_shared_from_this<Follower> 
   // between), then waits for the directory to change.
   void ReadFile() {
     if (!tailer_ || stopped_) return;
-    absl::StatusOr<JsonFileTailer::Progress> progress = tailer_->Read(
-        [this](const JsonLogEntry& entry) { OnEntry(entry.stream, entry.timestamp, entry.nanos, entry.content); },
-        kFileReadBudget);
-    Flush();
+    absl::StatusOr<JsonFileTailer::Progress> progress = CopyFromFile();
     if (!progress.ok()) return FallBackToApi(progress.status());
     if (*progress == JsonFileTailer::Progress::kMore) {
       asio::post(copier_.ioc_, [weak = weak_from_this()] {
@@ -231,12 +228,18 @@ class LogCopier::Follower final : public std::enable_shared_from_this<Follower> 
     file_poll_.async_wait(wake);
   }
 
+  // One budget of the file's entries, written out.
+  absl::StatusOr<JsonFileTailer::Progress> CopyFromFile() {
+    absl::StatusOr<JsonFileTailer::Progress> progress = tailer_->Read(
+        [this](const JsonLogEntry& entry) { OnEntry(entry.stream, entry.timestamp, entry.nanos, entry.content); },
+        kFileReadBudget);
+    Flush();
+    return progress;
+  }
+
   void DrainFileAndFinish() {
     for (;;) {
-      absl::StatusOr<JsonFileTailer::Progress> progress = tailer_->Read(
-          [this](const JsonLogEntry& entry) { OnEntry(entry.stream, entry.timestamp, entry.nanos, entry.content); },
-          kFileReadBudget);
-      Flush();
+      absl::StatusOr<JsonFileTailer::Progress> progress = CopyFromFile();
       if (!progress.ok()) return FallBackToApi(progress.status());  // the API's stream ends and finishes
       if (*progress == JsonFileTailer::Progress::kIdle) break;
     }

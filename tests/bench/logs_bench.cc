@@ -347,6 +347,13 @@ struct Run {
   double wall = 0, cores = 0, dockerd_cores = 0, reader_cores = 0;
   uint64_t bytes = 0;
   int64_t lines = 0;
+  // The copier's CPU is this process's but the main thread's (which only polls the file).
+  void TakeCpu(const CpuMeter::Figures& f) {
+    wall = f.wall;
+    cores = (f.self - f.main) / f.wall;
+    dockerd_cores = f.dockerd / f.wall;
+    reader_cores = f.main / f.wall;
+  }
 };
 std::map<std::string, std::vector<Run>>& Runs() {
   static std::map<std::string, std::vector<Run>> runs;
@@ -388,11 +395,7 @@ std::string CopierRun(const std::string& id, int64_t want, const std::function<s
       return absl::StrCat("the CRI file holds ", file.lines(), " of ", want, " lines after ", absl::FormatDuration(kCopyTimeout));
     ::usleep(1000);
   }
-  const CpuMeter::Figures f = meter.Read();
-  run->wall = f.wall;
-  run->cores = (f.self - f.main) / f.wall;
-  run->dockerd_cores = f.dockerd / f.wall;
-  run->reader_cores = f.main / f.wall;
+  run->TakeCpu(meter.Read());
   run->bytes = file.bytes();
   run->lines = file.lines();
   const uint64_t counted = copier.Stats().bytes_written;
@@ -419,10 +422,7 @@ std::string DockerRawRun(const std::string& id, int64_t want, Run* run) {
   const CpuMeter::Figures f = meter.Read();
   if (!err.empty()) return err;
   if (frames != want) return absl::StrCat("Docker sent ", frames, " messages, want ", want);
-  run->wall = f.wall;
-  run->cores = (f.self - f.main) / f.wall;
-  run->reader_cores = f.main / f.wall;
-  run->dockerd_cores = f.dockerd / f.wall;
+  run->TakeCpu(f);
   run->bytes = bytes;
   run->lines = frames;
   return "";
@@ -504,11 +504,7 @@ std::string EightRun(Source source, Run* run) {
     if (absl::Now() > deadline) return cleanup(), "the CRI files did not fill in time";
     ::usleep(1000);
   }
-  const CpuMeter::Figures f = meter.Read();
-  run->wall = f.wall;
-  run->cores = (f.self - f.main) / f.wall;
-  run->dockerd_cores = f.dockerd / f.wall;
-  run->reader_cores = f.main / f.wall;
+  run->TakeCpu(meter.Read());
   for (auto& file : files) {
     run->bytes += file->bytes();
     run->lines += file->lines();
