@@ -33,8 +33,10 @@
 #include <nlohmann/json.hpp>
 
 #include "absl/time/time.h"
+#include "api/cri.h"
 #include "common/context.h"
 #include "dockerclient/docker_client.h"
+#include "shim/naming.h"
 
 namespace bench {
 
@@ -404,6 +406,23 @@ inline void RemoveContainersNamed(dockerclient::DockerClient& docker, const std:
                            [name](const std::string& p) { return name.substr(0, p.size()) == p; });
       },
       bench_name);
+}
+
+// A pod as the kubelet sends it (metadata, hostname, the pod labels it adds), with
+// `bench_label`=1 so that a bench's own pods can be told apart.
+inline runtime::v1::PodSandboxConfig KubeletLikePodConfig(const std::string& name, const std::string& namespace_,
+                                                        const std::string& uid, const std::string& bench_label) {
+  runtime::v1::PodSandboxConfig config;
+  config.mutable_metadata()->set_name(name);
+  config.mutable_metadata()->set_namespace_(namespace_);
+  config.mutable_metadata()->set_uid(uid);
+  config.mutable_metadata()->set_attempt(0);
+  config.set_hostname(name);
+  (*config.mutable_labels())[bench_label] = "1";
+  (*config.mutable_labels())[shim::kPodNameLabel] = name;
+  (*config.mutable_labels())[shim::kPodNamespaceLabel] = namespace_;
+  (*config.mutable_labels())[shim::kPodUidLabel] = uid;
+  return config;
 }
 
 }  // namespace bench

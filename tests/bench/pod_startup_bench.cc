@@ -205,17 +205,8 @@ Env* env = nullptr;
 constexpr char kSandboxIdMarker[] = "@@PODBENCH_SANDBOX_ID@@";
 
 v1::PodSandboxConfig PodConfig(const std::string& name, const std::string& uid) {
-  v1::PodSandboxConfig config;
-  config.mutable_metadata()->set_name(name);
-  config.mutable_metadata()->set_namespace_(kNamespace);
-  config.mutable_metadata()->set_uid(uid);
-  config.mutable_metadata()->set_attempt(0);
-  config.set_hostname(name);
+  v1::PodSandboxConfig config = bench::KubeletLikePodConfig(name, kNamespace, uid, kBenchLabel);
   config.set_log_directory(absl::StrCat(env->dir, "/logs/", kNamespace, "_", name, "_", uid));
-  (*config.mutable_labels())[kBenchLabel] = "1";
-  (*config.mutable_labels())[shim::kPodNameLabel] = name;
-  (*config.mutable_labels())[shim::kPodNamespaceLabel] = kNamespace;
-  (*config.mutable_labels())[shim::kPodUidLabel] = uid;
   (*config.mutable_annotations())["kubernetes.io/config.source"] = "api";
   return config;
 }

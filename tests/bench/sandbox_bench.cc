@@ -91,16 +91,7 @@ double Since(bench::Clock::time_point t0) {
 void Record(const std::string& key, double us) { bench::Samples()[key].push_back(us); }
 
 v1::PodSandboxConfig PodConfig(const std::string& name, const std::string& uid) {
-  v1::PodSandboxConfig config;
-  config.mutable_metadata()->set_name(name);
-  config.mutable_metadata()->set_namespace_(kNamespace);
-  config.mutable_metadata()->set_uid(uid);
-  config.mutable_metadata()->set_attempt(0);
-  config.set_hostname(name);
-  (*config.mutable_labels())[kBenchLabel] = "1";
-  (*config.mutable_labels())[shim::kPodNameLabel] = name;
-  (*config.mutable_labels())[shim::kPodNamespaceLabel] = kNamespace;
-  (*config.mutable_labels())[shim::kPodUidLabel] = uid;
+  v1::PodSandboxConfig config = bench::KubeletLikePodConfig(name, kNamespace, uid, kBenchLabel);
   (*config.mutable_annotations())["dsbench/annotation"] = "x";
   return config;
 }
