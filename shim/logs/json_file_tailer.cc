@@ -1,17 +1,16 @@
 #include "shim/logs/json_file_tailer.h"
 
 #include <fcntl.h>
-#include <sys/inotify.h>
 #include <sys/stat.h>
 #include <unistd.h>
 
 #include <cerrno>
 #include <cstring>
-#include <filesystem>
 #include <optional>
 #include <vector>
 
 #include "absl/strings/str_cat.h"
+#include "absl/time/clock.h"
 #include "common/log.h"
 #include "common/strings.h"
 
@@ -23,7 +22,11 @@ constexpr std::size_t kReadBytes = 256 << 10;
 constexpr std::size_t kMaxEntryBytes = 4 << 20;
 // Docker's max-file has no limit; past this many rotated files the search stops.
 constexpr int kMaxRotatedFiles = 10000;
-constexpr int kSuccessorTries = 5;
+// Docker rotates by renaming <log>.k-1 to <log>.k from the oldest down, so while it
+// rotates one name in the chain is missing and the files above it have moved. A look
+// that meets such a gap (or a file that moved between the look and the open) looks
+// again, a millisecond later, for this long before it gives up.
+constexpr absl::Duration kRotationSettle = absl::Milliseconds(250);
 
 absl::Status FallBack(std::string_view why) { return absl::FailedPreconditionError(common::Av(why)); }
 
@@ -41,6 +44,14 @@ std::optional<struct stat> Stat(const std::string& path) {
 }
 
 bool SameFile(const struct stat& a, dev_t dev, ino_t ino) { return a.st_dev == dev && a.st_ino == ino; }
+
+bool RotatedExists(const std::string& path, int k) { return Exists(Rotated(path, k)) || Exists(Rotated(path, k) + ".gz"); }
+
+// Calls `look` (true: done) until it is done or kRotationSettle has passed.
+void LookUntilSettled(const std::function<bool()>& look) {
+  const absl::Time give_up = absl::Now() + kRotationSettle;
+  while (!look() && absl::Now() < give_up) absl::SleepFor(absl::Milliseconds(1));
+}
 
 absl::StatusOr<int64_t> CompressedLastTime(const std::string& path) {
   common::UniqueFd fd(::open(path.c_str(), O_RDONLY | O_CLOEXEC));
@@ -84,69 +95,65 @@ absl::StatusOr<std::unique_ptr<JsonFileTailer>> JsonFileTailer::Open(const std::
 
 absl::Status JsonFileTailer::Start(int64_t since_nanos) {
   since_nanos_ = since_nanos;
-  // Watch before the files are looked at: a rotation from now on wakes the owner.
-  inotify_ = common::UniqueFd(::inotify_init1(IN_NONBLOCK | IN_CLOEXEC));
-  if (inotify_) {
-    const std::string dir = std::filesystem::path(path_).parent_path().string();
-    if (::inotify_add_watch(inotify_.get(), dir.c_str(),
-                            IN_MODIFY | IN_CREATE | IN_MOVED_FROM | IN_MOVED_TO | IN_DELETE | IN_CLOSE_WRITE) < 0)
-      inotify_.Reset();
+  absl::Status result = FallBack(absl::StrCat(path_, " rotates faster than it can be opened"));
+  LookUntilSettled([&] {
+    absl::StatusOr<bool> opened = OpenOldestNeeded(since_nanos);
+    if (!opened.ok()) result = opened.status();
+    else if (*opened) result = absl::OkStatus();
+    return !opened.ok() || *opened;
+  });
+  return result;
+}
+
+absl::StatusOr<bool> JsonFileTailer::OpenOldestNeeded(int64_t since_nanos) {
+  // The current file, then back through the rotated ones (newest first) while the
+  // file at hand starts at or after `since` (a file that starts before it holds it).
+  common::UniqueFd current(::open(path_.c_str(), O_RDONLY | O_CLOEXEC));
+  if (!current && errno == ENOENT && RotatedExists(path_, 1)) return false;  // between rotation and new file
+  if (!current) return FallBack(absl::StrCat("cannot open ", path_, ": ", std::strerror(errno)));
+  struct stat current_st;
+  if (::fstat(current.get(), &current_st) != 0) return FallBack(absl::StrCat("stat ", path_, ": ", std::strerror(errno)));
+  common::UniqueFd chosen = std::move(current);
+  std::string chosen_name = path_;
+  bool need_older = since_nanos == 0;
+  if (!need_older) {
+    std::optional<int64_t> first = FirstNanos(chosen.get());
+    need_older = !first || *first >= since_nanos;
   }
-  for (int attempt = 0; attempt < kSuccessorTries; ++attempt) {
-    // The current file, then back through the rotated ones (newest first) while the
-    // file at hand starts at or after `since` (a file that starts before it holds it).
-    common::UniqueFd current(::open(path_.c_str(), O_RDONLY | O_CLOEXEC));
-    if (!current) return FallBack(absl::StrCat("cannot open ", path_, ": ", std::strerror(errno)));
-    struct stat current_st;
-    if (::fstat(current.get(), &current_st) != 0) return FallBack(absl::StrCat("stat ", path_, ": ", std::strerror(errno)));
-    common::UniqueFd chosen = std::move(current);
-    std::string chosen_name = path_;
-    bool need_older = since_nanos == 0;
-    if (!need_older) {
+  for (int k = 1; need_older && k <= kMaxRotatedFiles; ++k) {
+    const std::string name = Rotated(path_, k);
+    common::UniqueFd older(::open(name.c_str(), O_RDONLY | O_CLOEXEC));
+    if (!older && errno == ENOENT) {
+      const std::string gz = name + ".gz";
+      if (!Exists(gz)) {
+        if (RotatedExists(path_, k + 1)) return false;  // a gap: Docker is rotating
+        break;                                          // the oldest file is the one chosen
+      }
+      absl::StatusOr<int64_t> last = CompressedLastTime(gz);
+      if (since_nanos > 0 && last.ok() && *last < since_nanos) break;  // all before `since`
+      return FallBack(absl::StrCat("the entries wanted are in ", gz, ", compressed"));
+    }
+    if (!older) return FallBack(absl::StrCat("cannot open ", name, ": ", std::strerror(errno)));
+    chosen = std::move(older);
+    chosen_name = name;
+    if (since_nanos > 0) {
       std::optional<int64_t> first = FirstNanos(chosen.get());
       need_older = !first || *first >= since_nanos;
     }
-    for (int k = 1; need_older && k <= kMaxRotatedFiles; ++k) {
-      const std::string name = Rotated(path_, k);
-      common::UniqueFd older(::open(name.c_str(), O_RDONLY | O_CLOEXEC));
-      if (!older && errno == ENOENT) {
-        const std::string gz = name + ".gz";
-        if (!Exists(gz)) break;  // the oldest file is the one chosen
-        absl::StatusOr<int64_t> last = CompressedLastTime(gz);
-        if (since_nanos > 0 && last.ok() && *last < since_nanos) break;  // all before `since`
-        return FallBack(absl::StrCat("the entries wanted are in ", gz, ", compressed"));
-      }
-      if (!older) return FallBack(absl::StrCat("cannot open ", name, ": ", std::strerror(errno)));
-      chosen = std::move(older);
-      chosen_name = name;
-      if (since_nanos > 0) {
-        std::optional<int64_t> first = FirstNanos(chosen.get());
-        need_older = !first || *first >= since_nanos;
-      }
-    }
-    // A rotation while looking may have moved the files under the names: look again.
-    const std::optional<struct stat> now = Stat(path_);
-    if (!now || !SameFile(*now, current_st.st_dev, current_st.st_ino)) continue;
-    struct stat st;
-    if (::fstat(chosen.get(), &st) != 0) return FallBack(absl::StrCat("stat ", chosen_name, ": ", std::strerror(errno)));
-    fd_ = std::move(chosen);
-    dev_ = st.st_dev;
-    ino_ = st.st_ino;
-    offset_ = 0;
-    return absl::OkStatus();
   }
-  return FallBack(absl::StrCat(path_, " rotates faster than it can be opened"));
-}
-
-void JsonFileTailer::DrainWakeups() {
-  if (!inotify_) return;
-  alignas(struct inotify_event) char events[4096];
-  while (::read(inotify_.get(), events, sizeof events) > 0) {
-  }
+  // A rotation while looking may have moved the files under the names: look again.
+  const std::optional<struct stat> now = Stat(path_);
+  if (!now || !SameFile(*now, current_st.st_dev, current_st.st_ino)) return false;
+  struct stat st;
+  if (::fstat(chosen.get(), &st) != 0) return FallBack(absl::StrCat("stat ", chosen_name, ": ", std::strerror(errno)));
+  fd_ = std::move(chosen);
+  dev_ = st.st_dev;
+  ino_ = st.st_ino;
+  offset_ = 0;
+  return true;
 }
 
 absl::StatusOr<JsonFileTailer::Progress> JsonFileTailer::Read(const EntryFn& on_entry, std::size_t budget) {
-  DrainWakeups();
   std::size_t used = 0;
   while (used < budget) {
     const std::size_t have = buf_.size();
@@ -220,58 +227,71 @@ absl::StatusOr<bool> JsonFileTailer::FollowRotation() {
     ++bad_lines_;
     buf_.clear();
   }
-  for (int attempt = 0; attempt < kSuccessorTries; ++attempt) {
-    // Where this file is now: <path>.k (by inode), or <path>.k.gz (by its last entry's
-    // time in the gzip header), or gone.
-    int position = 0;
-    bool compressed = false, any_rotated = false;
-    for (int k = 1; k <= kMaxRotatedFiles && position == 0; ++k) {
-      const std::optional<struct stat> st = Stat(Rotated(path_, k));
-      const bool gz = Exists(Rotated(path_, k) + ".gz");
-      if (!st && !gz) break;
-      any_rotated = true;
-      if (st && SameFile(*st, dev_, ino_)) {
+  absl::Status result = FallBack(absl::StrCat(path_, " rotates faster than it can be followed"));
+  LookUntilSettled([&] {
+    absl::StatusOr<bool> opened = OpenSuccessor();
+    if (!opened.ok()) result = opened.status();
+    else if (*opened) result = absl::OkStatus();
+    return !opened.ok() || *opened;
+  });
+  if (!result.ok()) return result;
+  ++rotations_;
+  return true;
+}
+
+absl::StatusOr<bool> JsonFileTailer::OpenSuccessor() {
+  // Where this file is now: <path>.k (by inode), or <path>.k.gz (by its last entry's
+  // time in the gzip header), or gone. A missing name with a file above it is the gap
+  // of a rotation in progress: the search goes on past it.
+  int position = 0;
+  bool compressed = false, any_rotated = false;
+  for (int k = 1; k <= kMaxRotatedFiles && position == 0; ++k) {
+    const std::optional<struct stat> st = Stat(Rotated(path_, k));
+    const bool gz = Exists(Rotated(path_, k) + ".gz");
+    if (!st && !gz) {
+      if (RotatedExists(path_, k + 1)) continue;
+      break;
+    }
+    any_rotated = true;
+    if (st && SameFile(*st, dev_, ino_)) {
+      position = k;
+    } else if (gz && last_nanos_ > 0) {
+      absl::StatusOr<int64_t> last = CompressedLastTime(Rotated(path_, k) + ".gz");
+      if (last.ok() && *last == last_nanos_) {
         position = k;
-      } else if (gz && last_nanos_ > 0) {
-        absl::StatusOr<int64_t> last = CompressedLastTime(Rotated(path_, k) + ".gz");
-        if (last.ok() && *last == last_nanos_) {
-          position = k;
-          compressed = true;
-        }
+        compressed = true;
       }
     }
-    if (position == 0 && any_rotated)
-      return FallBack(absl::StrCat(path_, " was rotated more than once while its older file was being read"));
-    // max-file=1: the file was unlinked, the next one is at the path (one that came
-    // and went in between is gone from Docker too).
-    const std::string next_name = position <= 1 ? path_ : Rotated(path_, position - 1);
-    common::UniqueFd next(::open(next_name.c_str(), O_RDONLY | O_CLOEXEC));
-    if (!next) {
-      if (errno == ENOENT && position > 1 && Exists(next_name + ".gz"))
-        return FallBack(absl::StrCat(next_name, " was compressed before it was read"));
-      if (errno == ENOENT) continue;  // moved meanwhile: look again
-      return FallBack(absl::StrCat("cannot open ", next_name, ": ", std::strerror(errno)));
-    }
-    struct stat next_st;
-    if (::fstat(next.get(), &next_st) != 0) return FallBack(absl::StrCat("stat ", next_name, ": ", std::strerror(errno)));
-    // Still where it was found: no rotation came between the look and the open.
-    bool stayed = true;
-    if (position > 0 && !compressed) {
-      const std::optional<struct stat> again = Stat(Rotated(path_, position));
-      stayed = again && SameFile(*again, dev_, ino_);
-    } else {
-      const std::optional<struct stat> again = Stat(next_name);
-      stayed = again && SameFile(*again, next_st.st_dev, next_st.st_ino);
-    }
-    if (!stayed) continue;
-    fd_ = std::move(next);
-    dev_ = next_st.st_dev;
-    ino_ = next_st.st_ino;
-    offset_ = 0;
-    ++rotations_;
-    return true;
   }
-  return FallBack(absl::StrCat(path_, " rotates faster than it can be followed"));
+  if (position == 0 && any_rotated)
+    return FallBack(absl::StrCat(path_, " was rotated more than once while its older file was being read"));
+  // max-file=1: the file was unlinked, the next one is at the path (one that came
+  // and went in between is gone from Docker too).
+  const std::string next_name = position <= 1 ? path_ : Rotated(path_, position - 1);
+  common::UniqueFd next(::open(next_name.c_str(), O_RDONLY | O_CLOEXEC));
+  if (!next) {
+    if (errno == ENOENT && position > 1 && Exists(next_name + ".gz"))
+      return FallBack(absl::StrCat(next_name, " was compressed before it was read"));
+    if (errno == ENOENT) return false;  // not there yet, or moved meanwhile: look again
+    return FallBack(absl::StrCat("cannot open ", next_name, ": ", std::strerror(errno)));
+  }
+  struct stat next_st;
+  if (::fstat(next.get(), &next_st) != 0) return FallBack(absl::StrCat("stat ", next_name, ": ", std::strerror(errno)));
+  // Still where it was found: no rotation came between the look and the open.
+  bool stayed = true;
+  if (position > 0 && !compressed) {
+    const std::optional<struct stat> again = Stat(Rotated(path_, position));
+    stayed = again && SameFile(*again, dev_, ino_);
+  } else {
+    const std::optional<struct stat> again = Stat(next_name);
+    stayed = again && SameFile(*again, next_st.st_dev, next_st.st_ino);
+  }
+  if (!stayed) return false;
+  fd_ = std::move(next);
+  dev_ = next_st.st_dev;
+  ino_ = next_st.st_ino;
+  offset_ = 0;
+  return true;
 }
 
 }  // namespace shim::logs

@@ -1,8 +1,8 @@
 #pragma once
 // Follows a container's json-file log (json_file.h) on disk: the entries Docker
 // wrote, in the order it wrote them, across its rotations, from a resume time on.
-// No thread and no event loop of its own: the owner waits until wakeup_fd() is
-// readable (inotify on the log's directory; or polls when it is -1) and calls Read().
+// No thread, no event loop and no inotify of its own: the owner watches the log's
+// directory (directory_watcher.h, from before Open) or polls, and calls Read().
 //
 // Where the entries cannot be followed for sure, Open and Read answer an error and the
 // owner falls back to Docker's logs API (which reads the same files, compressed ones
@@ -32,10 +32,6 @@ class JsonFileTailer {
   JsonFileTailer(const JsonFileTailer&) = delete;
   JsonFileTailer& operator=(const JsonFileTailer&) = delete;
 
-  // Readable when the log's directory changed (inotify, non-blocking; Read drains it).
-  // -1 when no inotify instance could be made: poll Read instead.
-  int wakeup_fd() const { return inotify_.get(); }
-
   enum class Progress { kIdle, kMore };
   // Hands the complete entries written so far to `on_entry`, in file order, reading
   // about `budget` bytes at most (kMore: call again). An entry being written (no '\n'
@@ -50,14 +46,15 @@ class JsonFileTailer {
  private:
   explicit JsonFileTailer(std::string path) : path_(std::move(path)) {}
   absl::Status Start(int64_t since_nanos);
-  void DrainWakeups();
+  // One look each (true: opened; false: Docker is moving files, look again; error: fall back).
+  absl::StatusOr<bool> OpenOldestNeeded(int64_t since_nanos);
+  absl::StatusOr<bool> OpenSuccessor();
   // At the end of the file being read: the next file when Docker rotated it, the same
   // one when not (false), or an error (truncated, rotated too fast).
   absl::StatusOr<bool> FollowRotation();
   absl::Status Consume(const EntryFn& on_entry);
 
   const std::string path_;
-  common::UniqueFd inotify_;
   common::UniqueFd fd_;  // the file being read
   dev_t dev_ = 0;
   ino_t ino_ = 0;

@@ -11,7 +11,6 @@
 #include <optional>
 #include <utility>
 
-#include <boost/asio/posix/stream_descriptor.hpp>
 #include <boost/asio/post.hpp>
 #include <boost/asio/steady_timer.hpp>
 
@@ -45,7 +44,7 @@ constexpr absl::Duration kReopenRetry = absl::Seconds(1);
 constexpr std::size_t kFileReadBudget = 1 << 20;
 // With inotify, a json file is still looked at this often (a missed wakeup).
 constexpr absl::Duration kFileSafetyPoll = absl::Seconds(1);
-// How long a read waits after inotify's wakeup (see WaitForFile).
+// How long a read waits after inotify's wakeup (see OnLogDirectoryChanged).
 constexpr absl::Duration kFileCoalesce = absl::Milliseconds(5);
 
 // The kubelet rotates `<log>` by renaming it to `<log>.<YYYYMMDD-hhmmss>` and later
@@ -163,8 +162,11 @@ class LogCopier::Follower final : public std::enable_shared_from_this<Follower> 
   // --- Docker's json file, read directly. ---
 
   bool StartTailer() {
+    // Watched before the files are looked at: a change from now on wakes the follower.
+    WatchLogDirectory();
     absl::StatusOr<std::unique_ptr<JsonFileTailer>> tailer = JsonFileTailer::Open(json_log_, last_nanos_);
     if (!tailer.ok()) {
+      watch_.reset();
       ++copier_.fallbacks_;
       LOG_WARN << "container " << id_ << ": copying its log from Docker's logs API, not its json file: "
                << tailer.status().message();
@@ -176,12 +178,22 @@ class LogCopier::Follower final : public std::enable_shared_from_this<Follower> 
     // Entries at the last timestamp come again, as with the API's inclusive `since`.
     skip_nanos_ = last_nanos_;
     skip_lines_ = lines_at_last_;
-    if (tailer_->wakeup_fd() >= 0) {
-      const int fd = ::dup(tailer_->wakeup_fd());
-      if (fd >= 0) wakeup_ = std::make_unique<asio::posix::stream_descriptor>(copier_.ioc_, fd);
-    }
     ReadFile();
     return true;
+  }
+
+  void WatchLogDirectory() {
+    if (!copier_.watcher_.available()) return;  // said once, by the watcher
+    absl::StatusOr<std::unique_ptr<DirectoryWatcher::Watch>> watch =
+        copier_.watcher_.Add(fs::path(json_log_).parent_path().string(), [weak = weak_from_this()] {
+          if (auto self = weak.lock()) self->OnLogDirectoryChanged();
+        });
+    if (watch.ok()) {
+      watch_ = *std::move(watch);
+    } else {
+      LOG_WARN << "container " << id_ << ": its json log is looked at every "
+               << copier_.options_.json_poll_interval << ": " << watch.status().message();
+    }
   }
 
   // Reads what is there (a budget at a time, letting other containers' work run in
@@ -200,32 +212,28 @@ class LogCopier::Follower final : public std::enable_shared_from_this<Follower> 
   }
 
   void WaitForFile() {
+    ReadFileAfter(watch_ ? kFileSafetyPoll : copier_.options_.json_poll_interval);
+    waiting_for_file_ = true;
+  }
+
+  // Docker writes one entry at a time and inotify says so each time: the read waits a
+  // moment after the wakeup so that one read takes what came meanwhile (far less CPU
+  // per MB at a high rate, a few ms of latency). A change while a read is under way or
+  // due is seen by that read.
+  void OnLogDirectoryChanged() {
+    if (!tailer_ || !waiting_for_file_) return;
+    ReadFileAfter(kFileCoalesce);
+  }
+
+  void ReadFileAfter(absl::Duration delay) {
+    waiting_for_file_ = false;
     const uint64_t generation = ++wait_generation_;
-    auto wake = [weak = weak_from_this(), generation](ErrorCode ec) {
+    file_poll_.expires_after(absl::ToChronoNanoseconds(delay));
+    file_poll_.async_wait([weak = weak_from_this(), generation](ErrorCode ec) {
       auto self = weak.lock();
       if (!self || ec == asio::error::operation_aborted || generation != self->wait_generation_) return;
-      ++self->wait_generation_;  // the other wait is stale now
       self->ReadFile();
-    };
-    // Docker writes one entry at a time and inotify says so each time: the read waits a
-    // moment after the wakeup so that one read takes what came meanwhile (far less CPU
-    // per MB at a high rate, a few ms of latency).
-    auto coalesce = [weak = weak_from_this(), generation](ErrorCode ec) {
-      auto self = weak.lock();
-      if (!self || ec == asio::error::operation_aborted || generation != self->wait_generation_) return;
-      ++self->wait_generation_;
-      const uint64_t next = self->wait_generation_;
-      self->file_poll_.expires_after(absl::ToChronoNanoseconds(kFileCoalesce));
-      self->file_poll_.async_wait([weak = self->weak_from_this(), next](ErrorCode ec2) {
-        auto me = weak.lock();
-        if (!me || ec2 == asio::error::operation_aborted || next != me->wait_generation_) return;
-        me->ReadFile();
-      });
-    };
-    if (wakeup_) wakeup_->async_wait(asio::posix::stream_descriptor::wait_read, coalesce);
-    file_poll_.expires_after(
-        absl::ToChronoNanoseconds(wakeup_ ? kFileSafetyPoll : copier_.options_.json_poll_interval));
-    file_poll_.async_wait(wake);
+    });
   }
 
   // One budget of the file's entries, written out.
@@ -257,15 +265,11 @@ class LogCopier::Follower final : public std::enable_shared_from_this<Follower> 
   void StopTailer() {
     if (!tailer_) return;
     tailer_.reset();
+    watch_.reset();
     --copier_.from_files_;
     ++wait_generation_;
+    waiting_for_file_ = false;
     file_poll_.cancel();
-    if (wakeup_) {
-      ErrorCode ignored;
-      wakeup_->cancel(ignored);
-      wakeup_->close(ignored);
-      wakeup_.reset();
-    }
   }
 
   // --- Docker's logs API. ---
@@ -433,7 +437,8 @@ class LogCopier::Follower final : public std::enable_shared_from_this<Follower> 
   asio::steady_timer retry_;
   asio::steady_timer file_poll_;
   std::unique_ptr<JsonFileTailer> tailer_;                      // while the json file is read
-  std::unique_ptr<asio::posix::stream_descriptor> wakeup_;      // a dup of the tailer's inotify fd
+  std::unique_ptr<DirectoryWatcher::Watch> watch_;             // its directory, while the file is read
+  bool waiting_for_file_ = false;                               // for a change or the next poll
   uint64_t wait_generation_ = 0;
   dockerclient::StdFrameReader frames_;
   std::shared_ptr<dockerclient::LogStream> stream_;

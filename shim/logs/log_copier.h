@@ -8,8 +8,9 @@
 // connection, or one json log followed on disk); memory per container is one read
 // chunk and one partial message.
 // Two sources, one writer: for a container whose log driver is json-file, Docker's
-// own log file is read directly (json_file_tailer.h: inotify, Docker's rotation) and
-// dockerd does no work for it; every other driver, and a json file that cannot be
+// own log file is read directly (json_file_tailer.h, Docker's rotation included; one
+// inotify instance for all, directory_watcher.h) and dockerd does no work for it;
+// every other driver, and a json file that cannot be
 // followed for sure (missing, unreadable, truncated, rotated faster than it is read),
 // goes through Docker's logs API from the last line copied.
 // ReopenContainerLog is what makes the kubelet's log rotation work: the kubelet
@@ -28,6 +29,7 @@
 #include "absl/status/statusor.h"
 #include "absl/time/time.h"
 #include "dockerclient/docker_client.h"
+#include "shim/logs/directory_watcher.h"
 
 namespace shim::logs {
 
@@ -37,7 +39,7 @@ struct CopierOptions {
   absl::Duration retry_delay = absl::Seconds(1);
   // Read json-file logs from Docker's files (false: always through the logs API).
   bool read_json_files = true;
-  // Without inotify (no instance left), how often a json file is looked at.
+  // Without inotify (no instance or watch left), how often a json file is looked at.
   absl::Duration json_poll_interval = absl::Milliseconds(20);
 };
 
@@ -92,6 +94,7 @@ class LogCopier {
   const CopierOptions options_;
   boost::asio::io_context ioc_{1};
   boost::asio::executor_work_guard<boost::asio::io_context::executor_type> work_;
+  DirectoryWatcher watcher_{ioc_};  // the json logs' directories, on the thread
   std::map<std::string, std::shared_ptr<Follower>> followers_;  // only touched on the thread
   std::atomic<uint64_t> bytes_written_{0};
   std::atomic<int> following_{0};

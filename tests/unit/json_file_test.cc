@@ -11,9 +11,11 @@
 #include <filesystem>
 #include <fstream>
 #include <string>
+#include <thread>
 #include <vector>
 
 #include "absl/strings/str_cat.h"
+#include "absl/time/clock.h"
 #include "shim/logs/json_file.h"
 #include "shim/logs/json_file_tailer.h"
 
@@ -171,7 +173,6 @@ TEST_F(JsonFileTailerTest, FollowsAppendsAndWaitsForAnUnfinishedEntry) {
   AppendLines(0, 3);
   auto tailer = JsonFileTailer::Open(path_, 0);
   ASSERT_TRUE(tailer.ok()) << tailer.status();
-  EXPECT_GE((*tailer)->wakeup_fd(), 0);
   EXPECT_EQ(ReadAll(**tailer), Lines(0, 3));
   const std::string next = Entry(3);
   Append(next.substr(0, 10));  // Docker's write, seen half-way
@@ -213,6 +214,70 @@ TEST_F(JsonFileTailerTest, FollowsRotationsByRename) {
   AppendLines(14, 16);
   EXPECT_EQ(ReadAll(**tailer), Lines(10, 16));
   EXPECT_EQ((*tailer)->rotations(), 3u);
+}
+
+// Docker renames <log>.k-1 to <log>.k from the oldest down: while it rotates, one name
+// in the chain is missing and the files above it have moved. These tests leave such a gap
+// and let a thread finish the rotation 30 ms later, while the tailer looks.
+class RotationInProgress {
+ public:
+  // Finishes a rotation whose renames stopped at <path>.`gap` (missing), making the new
+  // file at the path with `fresh` in it.
+  RotationInProgress(std::string path, int gap, std::string fresh)
+      : thread_([path = std::move(path), gap, fresh = std::move(fresh)] {
+          absl::SleepFor(absl::Milliseconds(30));
+          for (int i = gap; i > 1; --i) fs::rename(absl::StrCat(path, ".", i - 1), absl::StrCat(path, ".", i));
+          fs::rename(path, path + ".1");
+          std::ofstream(path + ".new") << fresh;
+          fs::rename(path + ".new", path);  // created with its content at once
+        }) {}
+  ~RotationInProgress() { thread_.join(); }
+
+ private:
+  std::thread thread_;
+};
+
+TEST_F(JsonFileTailerTest, FollowsPastTheGapOfARotationInProgress) {
+  AppendLines(0, 2);
+  auto tailer = JsonFileTailer::Open(path_, 0);
+  ASSERT_TRUE(tailer.ok());
+  EXPECT_EQ(ReadAll(**tailer), Lines(0, 2));
+  // Its file (line-0..3) ends up <log>.3, then .2 holds line-4..5, .1 line-6..7.
+  for (int i = 0; i < 3; ++i) {
+    AppendLines(2 + 2 * i, 4 + 2 * i);
+    Rotate(10);
+  }
+  AppendLines(8, 10);
+  fs::rename(path_ + ".3", path_ + ".4");  // the next rotation's first rename
+  std::string fresh;
+  for (int i = 10; i < 12; ++i) fresh += Entry(i);
+  absl::Status error;
+  std::vector<std::string> got;
+  {
+    RotationInProgress rotation(path_, 3, fresh);
+    got = ReadAll(**tailer, &error);
+  }
+  // It may have met the moment between the rename of <log> and its new file (idle then).
+  if (error.ok()) {
+    for (std::string& line : ReadAll(**tailer, &error)) got.push_back(std::move(line));
+  }
+  EXPECT_TRUE(error.ok()) << error;
+  EXPECT_EQ(got, Lines(2, 12));
+}
+
+TEST_F(JsonFileTailerTest, OpensAtTheOldestFileWhileARotationIsInProgress) {
+  // line-0..1 in <log>.4 (moved from .3), .3 missing, line-2..3 in .2, 4..5 in .1, 6..7 at the path.
+  for (int i = 0; i < 4; ++i) {
+    AppendLines(2 * i, 2 * i + 2);
+    if (i < 3) Rotate(10);
+  }
+  fs::rename(path_ + ".3", path_ + ".4");
+  std::string fresh;
+  for (int i = 8; i < 10; ++i) fresh += Entry(i);
+  RotationInProgress rotation(path_, 3, fresh);
+  auto tailer = JsonFileTailer::Open(path_, 0);
+  ASSERT_TRUE(tailer.ok()) << tailer.status();
+  EXPECT_EQ(ReadAll(**tailer), Lines(0, 10));
 }
 
 TEST_F(JsonFileTailerTest, MaxFileOneUnlinksAndStartsANewFile) {

@@ -360,6 +360,36 @@ TEST_F(LogCopierFileTest, CopiesTheJsonFileAcrossDockersRotationWithoutAskingDoc
   EXPECT_EQ(copier_->Stats().fallbacks, 0u);
 }
 
+int InotifyInstances() {
+  int n = 0;
+  std::error_code ec;
+  for (const fs::directory_entry& fd : fs::directory_iterator("/proc/self/fd", ec)) {
+    if (fs::read_symlink(fd.path(), ec).string() == "anon_inode:inotify") ++n;
+  }
+  return n;
+}
+
+// The kernel allows 128 inotify instances per user by default (for all of root's
+// programs): one per followed container would run out far below a node's containers.
+TEST_F(LogCopierFileTest, OneInotifyInstanceWatchesEveryContainersLog) {
+  ServeNothing();
+  const int before = InotifyInstances();
+  constexpr int kContainers = 300;
+  auto json = [&](int i) { return absl::StrCat(root_, "/docker/c", i, "/c", i, "-json.log"); };
+  auto cri = [&](int i) { return absl::StrCat(root_, "/pod/c", i, ".log"); };
+  for (int i = 0; i < kContainers; ++i) {
+    fs::create_directories(fs::path(json(i)).parent_path());
+    Docker(JsonEntry(kT1, "one\n"), json(i));
+    copier_->Follow(absl::StrCat("c", i), cri(i), false, json(i));
+  }
+  ASSERT_TRUE(Eventually([&] { return copier_->Stats().from_files == kContainers; }));
+  EXPECT_LE(InotifyInstances(), before + 1);
+  for (int i = 0; i < kContainers; ++i) Docker(JsonEntry(kT2, "two\n"), json(i));
+  const std::string both = absl::StrCat(kT1, " stdout F one\n", kT2, " stdout F two\n");
+  for (int i = 0; i < kContainers; ++i) EXPECT_TRUE(Eventually([&] { return ReadFile(cri(i)) == both; })) << i;
+  EXPECT_TRUE(Targets().empty());
+}
+
 TEST_F(LogCopierFileTest, ResumesAfterARestartFromTheLastLineAcrossRotatedFiles) {
   ServeNothing();
   // A previous shim copied up to T2's first piece, then died mid-write.
