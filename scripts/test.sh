@@ -53,7 +53,8 @@ if [[ -f $BUILD/CMakeCache.txt ]] && ! grep -qx 'CMAKE_GENERATOR:INTERNAL=Ninja'
   rm -rf "$BUILD"
 fi
 cmake -S . -B "$BUILD" -G Ninja -DCMAKE_BUILD_TYPE=RelWithDebInfo -DDOCKERSHIM_WERROR=ON
-cmake --build "$BUILD" -j2
+# What the tests run; the rest (the benchmarks) builds beside the integration tests below.
+cmake --build "$BUILD" -j2 --target dockershim unit_tests streaming_unit_tests integration_tests
 
 failed=()
 # Each test step's output is also kept in $logs/<step>.log, so that the end of the run can
@@ -66,9 +67,11 @@ run() {  # step name, command...
   if ! "$@" 2>&1 | tee "$logs/$name.log"; then failed+=("$name"); fi
 }
 
-# The sanitizer and fuzzer builds take the CPU that the integration tests leave idle (they
-# mostly wait on Docker), at the lowest priority, so that they do not slow the tests down.
-(BUILD_ONLY=1 nice -n 19 scripts/sanitize.sh && BUILD_ONLY=1 nice -n 19 scripts/fuzz.sh) >"$logs/prebuild.log" 2>&1 &
+# The benchmarks, sanitizer and fuzzer builds take the CPU that the integration tests leave
+# idle (they mostly wait on Docker), at the lowest priority, so that they do not slow the
+# tests down. Nothing else builds in $BUILD meanwhile.
+(nice -n 19 cmake --build "$BUILD" -j2 && BUILD_ONLY=1 nice -n 19 scripts/sanitize.sh &&
+  BUILD_ONLY=1 nice -n 19 scripts/fuzz.sh) >"$logs/prebuild.log" 2>&1 &
 prebuild=$!
 
 step "unit tests"
@@ -96,9 +99,10 @@ if [[ -n $VM_ENGINES ]]; then
     run vm-cgroupv2 scripts/vm-integration.sh $VM_ENGINES
   fi
 fi
-step "unit tests under ASan and UBSan (scripts/sanitize.sh)"
+step "the rest of the build, unit tests under ASan and UBSan (scripts/sanitize.sh)"
 # A failed prebuild is built again here, where its errors are reported.
 wait "$prebuild" || true
+run build-all cmake --build "$BUILD" -j2
 run sanitize scripts/sanitize.sh
 step "fuzzing (scripts/fuzz.sh, bounded)"
 run fuzz scripts/fuzz.sh
@@ -114,9 +118,6 @@ if [[ ${BENCH:-0} == 1 ]]; then
 fi
 
 step "summary"
-echo "time per step (${SECONDS} s in all):"
-printf '%s\n' "${times[@]}"
-
 for name in "${failed[@]}"; do
   echo
   echo "==> what the failed step $name reported (all of it: $logs/$name.log)"
@@ -125,6 +126,10 @@ for name in "${failed[@]}"; do
   echo "${excerpt:-$(tail -n 40 "$logs/$name.log")}"
 done
 
+# Last, where CI's excerpt of the output shows it.
+echo
+echo "time per step (${SECONDS} s in all):"
+printf '%s\n' "${times[@]}"
 echo
 if ((${#failed[@]})); then
   echo "test.sh: FAILED: ${failed[*]}" >&2
