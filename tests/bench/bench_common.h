@@ -8,13 +8,15 @@
 //     final table can print p50/p99 and ratios (Google Benchmark itself reports means);
 //   - PrintLatencyTable()/PrintRatioTable(): the figures printed after the run;
 //   - RemoveContainersNamed(): the cleanup of a bench's containers by name, at start
-//     (leftovers of a killed run) and at the end.
+//     (leftovers of a killed run) and at the end;
+//   - RunConcurrent(): n operations by a number of client threads, timed to the last.
 // Benchmarks print figures; nothing here fails a build or a test.
 #include <sys/socket.h>
 #include <sys/un.h>
 #include <unistd.h>
 
 #include <algorithm>
+#include <atomic>
 #include <cctype>
 #include <cerrno>
 #include <chrono>
@@ -23,7 +25,9 @@
 #include <cstring>
 #include <functional>
 #include <map>
+#include <mutex>
 #include <string>
+#include <thread>
 #include <utility>
 #include <vector>
 
@@ -241,6 +245,31 @@ inline std::string UrlEscape(const std::string& s) {
 // Latency samples, kept by name for the final tables.
 
 using Clock = std::chrono::steady_clock;
+
+inline double MsSince(Clock::time_point t0) { return std::chrono::duration<double, std::milli>(Clock::now() - t0).count(); }
+
+// Runs op(0..n-1) on `clients` threads, each taking the next index; returns the time
+// from the start to the last op's return (ms), or -1 with *error set (the first error).
+inline double RunConcurrent(int n, int clients, const std::function<std::string(int)>& op, std::string* error) {
+  std::atomic<int> next{0};
+  std::mutex mu;
+  const auto t0 = Clock::now();
+  std::vector<std::thread> threads;
+  for (int c = 0; c < clients; ++c) {
+    threads.emplace_back([&] {
+      for (int i; (i = next.fetch_add(1)) < n;) {
+        std::string err = op(i);
+        if (!err.empty()) {
+          std::lock_guard lock(mu);
+          if (error->empty()) *error = err;
+        }
+      }
+    });
+  }
+  for (auto& t : threads) t.join();
+  const double ms = MsSince(t0);
+  return error->empty() ? ms : -1;
+}
 
 inline std::map<std::string, std::vector<double>>& Samples() {
   static std::map<std::string, std::vector<double>> samples;  // microseconds

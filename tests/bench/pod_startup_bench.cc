@@ -92,10 +92,6 @@ constexpr absl::Duration kCallTimeout = absl::Seconds(120);
 
 common::Context Ctx() { return common::Context::WithTimeout(kCallTimeout); }
 
-double MsSince(bench::Clock::time_point t0) {
-  return std::chrono::duration<double, std::milli>(bench::Clock::now() - t0).count();
-}
-
 int EnvInt(const char* name, int fallback) {
   const char* v = std::getenv(name);
   return v && std::atoi(v) > 0 ? std::atoi(v) : fallback;
@@ -151,7 +147,7 @@ class RecordingClient : public dockerclient::ForwardingDockerClient {
     const bool infra = name.rfind("k8s_POD_", 0) == 0;
     const auto t0 = bench::Clock::now();
     auto id = ForwardingDockerClient::CreateContainer(ctx, name, body);
-    if (timing_.load()) store.Add(infra ? "shim docker: infra create" : "shim docker: app create", MsSince(t0));
+    if (timing_.load()) store.Add(infra ? "shim docker: infra create" : "shim docker: app create", bench::MsSince(t0));
     if (id.ok() && infra) {
       std::lock_guard lock(mu);
       infra_ids.insert(*id);
@@ -167,7 +163,7 @@ class RecordingClient : public dockerclient::ForwardingDockerClient {
         std::lock_guard lock(mu);
         infra = infra_ids.count(id) > 0;
       }
-      store.Add(infra ? "shim docker: infra start" : "shim docker: app start", MsSince(t0));
+      store.Add(infra ? "shim docker: infra start" : "shim docker: app start", bench::MsSince(t0));
     }
     return s;
   }
@@ -236,7 +232,7 @@ std::string StartShimPod(const std::string& name, ShimPod* pod, bool record) {
   auto ran = env->service->RunPodSandbox(Ctx(), run);
   if (!ran.ok()) return "RunPodSandbox " + name + ": " + ran.status().ToString();
   pod->sandbox_id = ran->pod_sandbox_id();
-  const double run_ms = MsSince(t0);
+  const double run_ms = bench::MsSince(t0);
   const auto t1 = bench::Clock::now();
   v1::CreateContainerRequest create;
   create.set_pod_sandbox_id(pod->sandbox_id);
@@ -245,14 +241,14 @@ std::string StartShimPod(const std::string& name, ShimPod* pod, bool record) {
   auto created = env->service->CreateContainer(Ctx(), create);
   if (!created.ok()) return "CreateContainer " + name + ": " + created.status().ToString();
   pod->container_id = created->container_id();
-  const double create_ms = MsSince(t1);
+  const double create_ms = bench::MsSince(t1);
   const auto t2 = bench::Clock::now();
   v1::StartContainerRequest start;
   start.set_container_id(pod->container_id);
   if (auto s = env->service->StartContainer(Ctx(), start); !s.ok())
     return "StartContainer " + name + ": " + s.status().ToString();
-  const double start_ms = MsSince(t2);
-  const double total = MsSince(t0);
+  const double start_ms = bench::MsSince(t2);
+  const double total = bench::MsSince(t0);
   if (record) {
     store.Add("shim RunPodSandbox", run_ms);
     store.Add("shim CreateContainer", create_ms);
@@ -305,7 +301,7 @@ std::string FloorAdd(FloorPod* pod, bool record) {
     json parsed = json::parse(*out, nullptr, false);
     if (!parsed.is_object()) return "CNI ADD " + type + ": no JSON result";
     result = std::move(parsed);
-    Rec(record, "floor cni ADD " + type, MsSince(t0));
+    Rec(record, "floor cni ADD " + type, bench::MsSince(t0));
   }
   auto ips = network::ParseResultIps(result);
   if (!ips.ok() || ips->primary.empty()) return "CNI ADD: no pod IP in the result";
@@ -321,15 +317,15 @@ std::string StartFloorPod(const std::string& name, FloorPod* pod, bool record) {
   auto infra = env->floor_docker->CreateContainer(Ctx(), infra_name, env->infra_body);
   if (!infra.ok()) return "floor infra create: " + infra.status().ToString();
   pod->infra_id = *infra;
-  Rec(record, "floor infra create", MsSince(t));
+  Rec(record, "floor infra create", bench::MsSince(t));
   t = bench::Clock::now();
   if (absl::Status s = env->floor_docker->StartContainer(Ctx(), pod->infra_id); !s.ok())
     return "floor infra start: " + s.ToString();
-  Rec(record, "floor infra start", MsSince(t));
+  Rec(record, "floor infra start", bench::MsSince(t));
   t = bench::Clock::now();
   auto inspect = env->floor_docker->InspectContainer(Ctx(), pod->infra_id);
   if (!inspect.ok() || inspect->state.pid <= 0) return "floor inspect: no pid";
-  Rec(record, "floor netns lookup (inspect)", MsSince(t));
+  Rec(record, "floor netns lookup (inspect)", bench::MsSince(t));
   pod->net.pod_name = name;
   pod->net.pod_namespace = kNamespace;
   pod->net.pod_uid = uid;
@@ -337,8 +333,8 @@ std::string StartFloorPod(const std::string& name, FloorPod* pod, bool record) {
   pod->net.netns_path = absl::StrCat("/proc/", inspect->state.pid, "/ns/net");
   t = bench::Clock::now();
   if (std::string err = FloorAdd(pod, record); !err.empty()) return err;
-  Rec(record, "floor CNI ADD chain", MsSince(t));
-  const double run_ms = MsSince(t0);
+  Rec(record, "floor CNI ADD chain", bench::MsSince(t));
+  const double run_ms = bench::MsSince(t0);
 
   const auto t1 = bench::Clock::now();
   const std::string app_name = absl::StrCat("k8s_", kAppName, "_", name, "_", kNamespace, "_", uid, "_0");
@@ -346,17 +342,17 @@ std::string StartFloorPod(const std::string& name, FloorPod* pod, bool record) {
   auto app = env->floor_docker->CreateContainer(Ctx(), app_name, body);
   if (!app.ok()) return "floor app create: " + app.status().ToString();
   pod->app_id = *app;
-  const double create_ms = MsSince(t1);
+  const double create_ms = bench::MsSince(t1);
   Rec(record, "floor app create", create_ms);
   const auto t2 = bench::Clock::now();
   if (absl::Status s = env->floor_docker->StartContainer(Ctx(), pod->app_id); !s.ok())
     return "floor app start: " + s.ToString();
-  const double start_ms = MsSince(t2);
+  const double start_ms = bench::MsSince(t2);
   Rec(record, "floor app start", start_ms);
   Rec(record, "floor RunPodSandbox (infra create..CNI ADD)", run_ms);
   Rec(record, "floor CreateContainer (app create)", create_ms);
   Rec(record, "floor StartContainer (app start)", start_ms);
-  Rec(record, "floor total", MsSince(t0));
+  Rec(record, "floor total", bench::MsSince(t0));
   return "";
 }
 
@@ -384,41 +380,16 @@ std::string StopFloorPod(const FloorPod& pod) {
   return err;
 }
 
-// --- Running pods concurrently. ---------------------------------------------------
-
-// Runs op(0..n-1) on `clients` threads, each taking the next index; returns the time
-// from the start to the last op's return (ms), or -1 with *error set.
-double RunConcurrent(int n, int clients, const std::function<std::string(int)>& op, std::string* error) {
-  std::atomic<int> next{0};
-  std::mutex mu;
-  const auto t0 = bench::Clock::now();
-  std::vector<std::thread> threads;
-  for (int c = 0; c < clients; ++c) {
-    threads.emplace_back([&] {
-      for (int i; (i = next.fetch_add(1)) < n;) {
-        std::string err = op(i);
-        if (!err.empty()) {
-          std::lock_guard lock(mu);
-          if (error->empty()) *error = err;
-        }
-      }
-    });
-  }
-  for (auto& t : threads) t.join();
-  const double ms = MsSince(t0);
-  return error->empty() ? ms : -1;
-}
-
 std::string ShimBatch(const std::string& tag, int n, int clients, bool record, double* to_last) {
   std::vector<ShimPod> pods(n);
   std::string error;
   env->sink.on = record;
-  *to_last = RunConcurrent(
+  *to_last = bench::RunConcurrent(
       n, clients, [&](int i) { return StartShimPod(absl::StrCat(kPodPrefix, tag, "-", i), &pods[i], record); },
       &error);
   env->sink.on = false;
   std::string teardown;
-  RunConcurrent(n, clients, [&](int i) { return StopShimPod(pods[i]); }, &teardown);
+  bench::RunConcurrent(n, clients, [&](int i) { return StopShimPod(pods[i]); }, &teardown);
   if (!teardown.empty()) std::fprintf(stderr, "pod_startup_bench: teardown: %s\n", teardown.c_str());
   return error;
 }
@@ -426,11 +397,11 @@ std::string ShimBatch(const std::string& tag, int n, int clients, bool record, d
 std::string FloorBatch(const std::string& tag, int n, int clients, bool record, double* to_last) {
   std::vector<FloorPod> pods(n);
   std::string error;
-  *to_last = RunConcurrent(
+  *to_last = bench::RunConcurrent(
       n, clients,
       [&](int i) { return StartFloorPod(absl::StrCat(kPodPrefix, "floor-", tag, "-", i), &pods[i], record); }, &error);
   std::string teardown;
-  RunConcurrent(n, clients, [&](int i) { return StopFloorPod(pods[i]); }, &teardown);
+  bench::RunConcurrent(n, clients, [&](int i) { return StopFloorPod(pods[i]); }, &teardown);
   if (!teardown.empty()) std::fprintf(stderr, "pod_startup_bench: floor teardown: %s\n", teardown.c_str());
   return error;
 }
