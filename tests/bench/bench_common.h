@@ -451,6 +451,12 @@ inline runtime::v1::PodSandboxConfig KubeletLikePodConfig(const std::string& nam
   (*config.mutable_labels())[shim::kPodNameLabel] = name;
   (*config.mutable_labels())[shim::kPodNamespaceLabel] = namespace_;
   (*config.mutable_labels())[shim::kPodUidLabel] = uid;
+  // The kubelet always sends the Linux section (cri-dockerd 0.4.3 leaves a pod without
+  // one on Docker's default bridge, where the CNI plugin then finds eth0 taken).
+  runtime::v1::NamespaceOption& namespaces = *config.mutable_linux()->mutable_security_context()->mutable_namespace_options();
+  namespaces.set_network(runtime::v1::NamespaceMode::POD);
+  namespaces.set_pid(runtime::v1::NamespaceMode::CONTAINER);
+  namespaces.set_ipc(runtime::v1::NamespaceMode::POD);
   return config;
 }
 

@@ -62,6 +62,9 @@ std::string StartPod(Runtime& r, const std::string& name, std::string* sandbox) 
   v1::PodSandboxConfig pod = bench::KubeletLikePodConfig(name, kNamespace, uid, kBenchLabel);
   pod.set_log_directory(absl::StrCat(log_root, "/", r.name, "/", kNamespace, "_", name, "_", uid));
   (*pod.mutable_annotations())["kubernetes.io/config.source"] = "api";
+  // The kubelet makes the pod's and the container's log directories before it calls.
+  std::error_code ec;
+  std::filesystem::create_directories(pod.log_directory() + "/bctr", ec);
   v1::RunPodSandboxRequest run;
   *run.mutable_config() = pod;
   v1::RunPodSandboxResponse ran;
