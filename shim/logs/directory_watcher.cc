@@ -18,7 +18,7 @@ namespace {
 constexpr uint32_t kChanges = IN_MODIFY | IN_CREATE | IN_MOVED_FROM | IN_MOVED_TO | IN_DELETE | IN_CLOSE_WRITE;
 }
 
-DirectoryWatcher::DirectoryWatcher(asio::io_context& ioc) {
+DirectoryWatcher::DirectoryWatcher(asio::io_context& ioc) : pause_(ioc) {
   const int fd = ::inotify_init1(IN_NONBLOCK | IN_CLOEXEC);
   if (fd < 0) {
     LOG_WARN << "no inotify instance (" << std::strerror(errno)
@@ -64,7 +64,10 @@ void DirectoryWatcher::AwaitEvents() {
       return;
     }
     ReadEvents();
-    AwaitEvents();
+    pause_.expires_after(kCoalesce);
+    pause_.async_wait([this](boost::system::error_code paused) {
+      if (!paused) AwaitEvents();
+    });
   });
 }
 

@@ -44,8 +44,6 @@ constexpr absl::Duration kReopenRetry = absl::Seconds(1);
 constexpr std::size_t kFileReadBudget = 1 << 20;
 // With inotify, a json file is still looked at this often (a missed wakeup).
 constexpr absl::Duration kFileSafetyPoll = absl::Seconds(1);
-// How long a read waits after inotify's wakeup (see OnLogDirectoryChanged).
-constexpr absl::Duration kFileCoalesce = absl::Milliseconds(5);
 
 // The kubelet rotates `<log>` by renaming it to `<log>.<YYYYMMDD-hhmmss>` and later
 // gzips all but the newest of those: the newest uncompressed one ends where the copy was.
@@ -199,6 +197,8 @@ class LogCopier::Follower final : public std::enable_shared_from_this<Follower> 
   // Reads what is there (a budget at a time, letting other containers' work run in
   // between), then waits for the directory to change.
   void ReadFile() {
+    waiting_for_file_ = false;
+    ++wait_generation_;  // a poll still pending is stale
     if (!tailer_ || stopped_) return;
     absl::StatusOr<JsonFileTailer::Progress> progress = CopyFromFile();
     if (!progress.ok()) return FallBackToApi(progress.status());
@@ -211,29 +211,25 @@ class LogCopier::Follower final : public std::enable_shared_from_this<Follower> 
     WaitForFile();
   }
 
+  // For the watcher's word (OnLogDirectoryChanged), or a poll: without a watch the only
+  // way to see more; with one, a safety net for a missed change.
   void WaitForFile() {
-    ReadFileAfter(watch_ ? kFileSafetyPoll : copier_.options_.json_poll_interval);
     waiting_for_file_ = true;
-  }
-
-  // Docker writes one entry at a time and inotify says so each time: the read waits a
-  // moment after the wakeup so that one read takes what came meanwhile (far less CPU
-  // per MB at a high rate, a few ms of latency). A change while a read is under way or
-  // due is seen by that read.
-  void OnLogDirectoryChanged() {
-    if (!tailer_ || !waiting_for_file_) return;
-    ReadFileAfter(kFileCoalesce);
-  }
-
-  void ReadFileAfter(absl::Duration delay) {
-    waiting_for_file_ = false;
     const uint64_t generation = ++wait_generation_;
-    file_poll_.expires_after(absl::ToChronoNanoseconds(delay));
+    file_poll_.expires_after(
+        absl::ToChronoNanoseconds(watch_ ? kFileSafetyPoll : copier_.options_.json_poll_interval));
     file_poll_.async_wait([weak = weak_from_this(), generation](ErrorCode ec) {
       auto self = weak.lock();
       if (!self || ec == asio::error::operation_aborted || generation != self->wait_generation_) return;
       self->ReadFile();
     });
+  }
+
+  // A change while a read is under way or due is seen by that read. (The watcher
+  // calls at most once per DirectoryWatcher::kCoalesce, so that one read takes what
+  // came meanwhile.)
+  void OnLogDirectoryChanged() {
+    if (tailer_ && waiting_for_file_) ReadFile();
   }
 
   // One budget of the file's entries, written out.

@@ -10,6 +10,8 @@
 //     it can (`yes <99 bytes> | head -n <lines>`):
 //       "live": the copier follows it from its start; timed from Follow until the CRI
 //         file holds every line (the container's pace and Docker's logging bound it);
+//         "docker alone": the same container with no copier, from its start to its
+//         exit: how fast Docker takes the output in, the live copy's ceiling;
 //       "exited": the copier copies the whole log of that container once it exited,
 //         side by side (rotating order) with "docker raw GET": GET
 //         /containers/<id>/logs?stdout=1&stderr=1&timestamps=1 read to its end on a
@@ -435,6 +437,7 @@ void Report(benchmark::State& state, const std::string& key, const Run& r) {
 
 void BM_Throughput_Live(benchmark::State& state) {
   int round = 0;
+  uint64_t copied_bytes = 0;
   for (auto _ : state) {
     for (int k = 0; k < 2; ++k) {
       const Source source = (round + k) % 2 == 0 ? Source::kFiles : Source::kApi;
@@ -458,7 +461,22 @@ void BM_Throughput_Live(benchmark::State& state) {
       // The last one stays for BM_Throughput_Exited.
       if (!env->exited_flood.empty()) Remove(env->exited_flood);
       env->exited_flood = *id;
+      copied_bytes = run.bytes;
     }
+    // Docker alone, no copier: how fast it takes in the container's output (the live
+    // copy's ceiling), counted as the same CRI bytes.
+    auto id = CreateContainer(FloodScript());
+    if (!id.ok()) return state.SkipWithError(("create: " + id.status().ToString()).c_str());
+    absl::Status started = env->docker->StartContainer(Ctx(), *id);
+    const CpuMeter meter;
+    std::string err = started.ok() ? WaitExited(*id, absl::Minutes(1)) : "start: " + started.ToString();
+    Run alone;
+    alone.TakeCpu(meter.Read());
+    Remove(*id);
+    if (!err.empty()) return state.SkipWithError(("docker alone: " + err).c_str());
+    alone.bytes = copied_bytes;
+    alone.lines = env->flood_lines;
+    Report(state, "docker alone (no copier), live", alone);
     ++round;
   }
 }
@@ -698,8 +716,9 @@ void PrintThroughputTable() {
               static_cast<long long>(env->flood_lines), static_cast<long long>(kLineBytes));
   std::printf("  %-40s %4s %9s %10s %8s %12s %13s %12s\n", "measurement", "runs", "MB/s", "Mlines/s", "wall s",
               "shim cores", "dockerd cores", "poll cores");
-  for (const char* key : {"copier (files), live", "copier (API), live", "copier (files), 8 live", "copier (API), 8 live",
-                          "copier (files), exited", "copier (API), exited", "docker raw GET, exited"}) {
+  for (const char* key : {"docker alone (no copier), live", "copier (files), live", "copier (API), live",
+                          "copier (files), 8 live", "copier (API), 8 live", "copier (files), exited",
+                          "copier (API), exited", "docker raw GET, exited"}) {
     auto it = Runs().find(key);
     if (it == Runs().end() || it->second.empty()) {
       std::printf("  %-40s %4s\n", key, "(not run)");
@@ -718,7 +737,8 @@ void PrintThroughputTable() {
                 Median(lps), Median(wall), Median(cores), Median(dcores), Median(rcores));
   }
   std::printf("  (shim cores: this process minus its main thread = the copier's thread; poll cores: the main\n"
-              "   thread, which polls the CRI file or, for docker raw GET, reads the socket and counts frames)\n");
+              "   thread, which polls the CRI file or, for docker raw GET, reads the socket and counts frames;\n"
+              "   docker alone: from the start to the container's exit, no copier, the CRI bytes of a copy)\n");
   auto copier = Runs().find("copier (API), exited"), docker = Runs().find("docker raw GET, exited");
   if (copier != Runs().end() && docker != Runs().end()) {
     std::vector<double> ratio;

@@ -4,10 +4,15 @@
 #include <gtest/gtest.h>
 #include <stdlib.h>
 
+#include <atomic>
 #include <chrono>
+#include <cstdio>
 #include <filesystem>
 #include <fstream>
 #include <string>
+#include <thread>
+
+#include <boost/asio/executor_work_guard.hpp>
 
 #include "absl/strings/str_cat.h"
 
@@ -72,6 +77,34 @@ TEST_F(DirectoryWatcherTest, ChangesWakeTheirDirectorysWatchersOnly) {
   Write("a");
   Settle();
   EXPECT_EQ(a_second, 0);
+}
+
+// Docker writes each log line with its own write(2): a watcher woken for each would
+// spend a core on a chatty container. Woken at most once per kCoalesce instead.
+TEST_F(DirectoryWatcherTest, AFloodOfWritesWakesOncePerCoalescingPause) {
+  DirectoryWatcher watcher(ioc_);
+  std::atomic<int> wakes{0};
+  auto watch = watcher.Add(root_ + "/a", [&] { ++wakes; });
+  ASSERT_TRUE(watch.ok());
+  auto work = boost::asio::make_work_guard(ioc_);
+  std::thread loop([&] { ioc_.run(); });
+  const auto t0 = std::chrono::steady_clock::now();
+  {
+    FILE* log = std::fopen((root_ + "/a/log").c_str(), "a");
+    ASSERT_NE(log, nullptr);
+    std::setvbuf(log, nullptr, _IONBF, 0);  // one write(2) a line, as Docker
+    for (int i = 0; i < 50000; ++i) std::fputs("a line of a chatty container\n", log);
+    std::fclose(log);
+  }
+  const auto elapsed = std::chrono::steady_clock::now() - t0;
+  std::this_thread::sleep_for(std::chrono::milliseconds(50));
+  work.reset();
+  ioc_.stop();
+  loop.join();
+  const auto pauses = (elapsed + std::chrono::milliseconds(50)) / DirectoryWatcher::kCoalesce;
+  EXPECT_GE(wakes.load(), 1);
+  EXPECT_LE(wakes.load(), pauses + 2) << "over " << std::chrono::duration_cast<std::chrono::milliseconds>(elapsed).count()
+                                      << " ms of writes";
 }
 
 TEST_F(DirectoryWatcherTest, ARemovedDirectoryAndAMissingOneAreNoTrouble) {
