@@ -418,19 +418,26 @@ absl::Status CheckpointStore::Init() {
   return absl::OkStatus();
 }
 
+std::mutex& CheckpointStore::LockOf(const std::string& sandbox_id) {
+  return sandbox_locks_[std::hash<std::string>{}(sandbox_id) % sandbox_locks_.size()];
+}
+
 absl::Status CheckpointStore::Write(const SandboxCheckpoint& checkpoint) {
   RETURN_IF_ERROR(ValidateId(checkpoint.sandbox_id));
   std::string text = EncodeCheckpoint(checkpoint);
   std::string path = PathOf(checkpoint.sandbox_id);
   std::string tmp = absl::StrCat(path, kTmpSuffix);
-  std::lock_guard<std::mutex> lock(mu_);
-  absl::Status status = WriteWholeFile(tmp, text);
-  if (status.ok() && ::rename(tmp.c_str(), path.c_str()) != 0) status = ErrnoStatus(errno, "rename", tmp);
-  if (!status.ok()) {
-    ::unlink(tmp.c_str());
-    return absl::Status(status.code(), absl::StrCat("write checkpoint: ", status.message()));
+  {
+    std::lock_guard<std::mutex> sandbox(LockOf(checkpoint.sandbox_id));
+    absl::Status status = WriteWholeFile(tmp, text);
+    if (status.ok() && ::rename(tmp.c_str(), path.c_str()) != 0) status = ErrnoStatus(errno, "rename", tmp);
+    if (!status.ok()) {
+      ::unlink(tmp.c_str());
+      return absl::Status(status.code(), absl::StrCat("write checkpoint: ", status.message()));
+    }
+    std::lock_guard<std::mutex> lock(mu_);
+    cache_[checkpoint.sandbox_id] = checkpoint;
   }
-  cache_[checkpoint.sandbox_id] = checkpoint;
   // The rename is durable only once the directory entry is.
   if (absl::Status s = SyncDirectory(dir_); !s.ok()) {
     return absl::Status(s.code(), absl::StrCat("write checkpoint: ", s.message()));
@@ -440,8 +447,13 @@ absl::Status CheckpointStore::Write(const SandboxCheckpoint& checkpoint) {
 
 absl::StatusOr<SandboxCheckpoint> CheckpointStore::Read(const std::string& sandbox_id) {
   RETURN_IF_ERROR(ValidateId(sandbox_id));
+  {
+    std::lock_guard<std::mutex> lock(mu_);
+    if (auto it = cache_.find(sandbox_id); it != cache_.end()) return it->second;
+  }
+  std::lock_guard<std::mutex> sandbox(LockOf(sandbox_id));
   std::lock_guard<std::mutex> lock(mu_);
-  if (auto it = cache_.find(sandbox_id); it != cache_.end()) return it->second;
+  if (auto it = cache_.find(sandbox_id); it != cache_.end()) return it->second;  // written meanwhile
   std::string path = PathOf(sandbox_id);
   absl::StatusOr<std::string> text = ReadWholeFile(path);
   if (!text.ok()) {
@@ -482,11 +494,16 @@ absl::StatusOr<SandboxCheckpoint> CheckpointStore::Read(const std::string& sandb
 absl::Status CheckpointStore::Remove(const std::string& sandbox_id) {
   RETURN_IF_ERROR(ValidateId(sandbox_id));
   std::string path = PathOf(sandbox_id);
-  std::lock_guard<std::mutex> lock(mu_);
-  cache_.erase(sandbox_id);
-  if (::unlink(path.c_str()) != 0) {
-    if (errno == ENOENT) return absl::OkStatus();
-    return ErrnoStatus(errno, "remove checkpoint", path);
+  {
+    std::lock_guard<std::mutex> sandbox(LockOf(sandbox_id));
+    {
+      std::lock_guard<std::mutex> lock(mu_);
+      cache_.erase(sandbox_id);
+    }
+    if (::unlink(path.c_str()) != 0) {
+      if (errno == ENOENT) return absl::OkStatus();
+      return ErrnoStatus(errno, "remove checkpoint", path);
+    }
   }
   if (absl::Status s = SyncDirectory(dir_); !s.ok()) LOG_WARN << "checkpoint: " << s.message();
   return absl::OkStatus();

@@ -5,6 +5,7 @@
 // corrupt or unknown file is logged and moved aside (<id>.corrupt), never fatal;
 // a checkpoint written by cri-dockerd is imported (its port mappings and host
 // network flag) and left in place.
+#include <array>
 #include <map>
 #include <mutex>
 #include <optional>
@@ -66,9 +67,15 @@ class CheckpointStore {
 
  private:
   std::string PathOf(const std::string& sandbox_id) const;
+  std::mutex& LockOf(const std::string& sandbox_id);
 
   std::string dir_;
-  std::mutex mu_;
+  // Writes, removals and first reads of one sandbox's file are serialized (its temp
+  // file; its renames, and the cache, in one order); other sandboxes' go on at once, so
+  // that pods started together share the file system's journal commits (fsync) instead
+  // of queueing for them. Taken before mu_.
+  std::array<std::mutex, 16> sandbox_locks_;
+  std::mutex mu_;  // cache_
   std::map<std::string, SandboxCheckpoint> cache_;
 };
 

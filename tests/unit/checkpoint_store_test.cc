@@ -484,5 +484,30 @@ TEST_F(CheckpointStoreTest, ConcurrentWritersAndReaders) {
   for (const auto& id : fresh.List()) EXPECT_TRUE(fresh.Read(id).ok());
 }
 
+// Writers of one sandbox are serialized (its temp file, its renames and the cache in
+// one order) while other sandboxes' writes go on beside them: what the cache holds at the
+// end is what the file holds.
+TEST_F(CheckpointStoreTest, ConcurrentWritersOfOneSandboxLeaveTheFileAndTheCacheAlike) {
+  const std::string id(64, 'e');
+  std::vector<std::thread> threads;
+  for (int t = 0; t < 4; ++t) {
+    threads.emplace_back([this, t, &id] {
+      for (int i = 0; i < 20; ++i) {
+        SandboxCheckpoint c = Full(i % 2 == 0 ? id : std::string(63, 'f') + std::to_string(t));
+        c.ip = "10.1." + std::to_string(t) + "." + std::to_string(i);
+        EXPECT_TRUE(store_->Write(c).ok());
+      }
+    });
+  }
+  for (auto& th : threads) th.join();
+  for (const auto& name : DirEntries(store_->Directory())) EXPECT_THAT(name, ::testing::Not(HasSubstr(".tmp")));
+  auto cached = store_->Read(id);
+  ASSERT_TRUE(cached.ok());
+  CheckpointStore fresh(root_);
+  auto on_disk = fresh.Read(id);
+  ASSERT_TRUE(on_disk.ok()) << on_disk.status();
+  EXPECT_EQ(*on_disk, *cached);
+}
+
 }  // namespace
 }  // namespace shim
