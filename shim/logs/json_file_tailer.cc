@@ -12,6 +12,7 @@
 #include "absl/strings/str_cat.h"
 #include "absl/time/clock.h"
 #include "common/log.h"
+#include "common/status.h"
 #include "common/strings.h"
 
 namespace shim::logs {
@@ -47,10 +48,17 @@ bool SameFile(const struct stat& a, dev_t dev, ino_t ino) { return a.st_dev == d
 
 bool RotatedExists(const std::string& path, int k) { return Exists(Rotated(path, k)) || Exists(Rotated(path, k) + ".gz"); }
 
-// Calls `look` (true: done) until it is done or kRotationSettle has passed.
-void LookUntilSettled(const std::function<bool()>& look) {
+// Calls `look` (true: done; false: look again; an error: give up) until it is done,
+// fails, or kRotationSettle has passed (then `too_fast`).
+absl::Status LookUntilSettled(const std::function<absl::StatusOr<bool>()>& look, std::string_view too_fast) {
   const absl::Time give_up = absl::Now() + kRotationSettle;
-  while (!look() && absl::Now() < give_up) absl::SleepFor(absl::Milliseconds(1));
+  for (;;) {
+    absl::StatusOr<bool> done = look();
+    if (!done.ok()) return done.status();
+    if (*done) return absl::OkStatus();
+    if (absl::Now() >= give_up) return FallBack(too_fast);
+    absl::SleepFor(absl::Milliseconds(1));
+  }
 }
 
 absl::StatusOr<int64_t> CompressedLastTime(const std::string& path) {
@@ -95,14 +103,8 @@ absl::StatusOr<std::unique_ptr<JsonFileTailer>> JsonFileTailer::Open(const std::
 
 absl::Status JsonFileTailer::Start(int64_t since_nanos) {
   since_nanos_ = since_nanos;
-  absl::Status result = FallBack(absl::StrCat(path_, " rotates faster than it can be opened"));
-  LookUntilSettled([&] {
-    absl::StatusOr<bool> opened = OpenOldestNeeded(since_nanos);
-    if (!opened.ok()) result = opened.status();
-    else if (*opened) result = absl::OkStatus();
-    return !opened.ok() || *opened;
-  });
-  return result;
+  return LookUntilSettled([&] { return OpenOldestNeeded(since_nanos); },
+                          absl::StrCat(path_, " rotates faster than it can be opened"));
 }
 
 absl::StatusOr<bool> JsonFileTailer::OpenOldestNeeded(int64_t since_nanos) {
@@ -227,14 +229,8 @@ absl::StatusOr<bool> JsonFileTailer::FollowRotation() {
     ++bad_lines_;
     buf_.clear();
   }
-  absl::Status result = FallBack(absl::StrCat(path_, " rotates faster than it can be followed"));
-  LookUntilSettled([&] {
-    absl::StatusOr<bool> opened = OpenSuccessor();
-    if (!opened.ok()) result = opened.status();
-    else if (*opened) result = absl::OkStatus();
-    return !opened.ok() || *opened;
-  });
-  if (!result.ok()) return result;
+  RETURN_IF_ERROR(LookUntilSettled([&] { return OpenSuccessor(); },
+                                   absl::StrCat(path_, " rotates faster than it can be followed")));
   ++rotations_;
   return true;
 }
