@@ -9,7 +9,9 @@
 //   - PrintLatencyTable()/PrintRatioTable(): the figures printed after the run;
 //   - RemoveContainersNamed(): the cleanup of a bench's containers by name, at start
 //     (leftovers of a killed run) and at the end;
-//   - RunConcurrent(): n operations by a number of client threads, timed to the last.
+//   - RunConcurrent(): n operations by a number of client threads, timed to the last;
+//   - KubeletLikePodConfig()/SleeperContainerConfig(): the pod and container of the
+//     start-up benches; EnvInt(), RpcContext(): settings and gRPC deadlines.
 // Benchmarks print figures; nothing here fails a build or a test.
 #include <sys/socket.h>
 #include <sys/un.h>
@@ -25,6 +27,7 @@
 #include <cstring>
 #include <functional>
 #include <map>
+#include <memory>
 #include <mutex>
 #include <string>
 #include <thread>
@@ -246,6 +249,19 @@ inline std::string UrlEscape(const std::string& s) {
 
 using Clock = std::chrono::steady_clock;
 
+// A positive integer from the environment; `fallback` when unset or not one.
+inline int EnvInt(const char* name, int fallback) {
+  const char* v = std::getenv(name);
+  return v && std::atoi(v) > 0 ? std::atoi(v) : fallback;
+}
+
+// A gRPC client call's context, with a deadline `timeout` from now.
+inline std::unique_ptr<grpc::ClientContext> RpcContext(std::chrono::seconds timeout) {
+  auto ctx = std::make_unique<grpc::ClientContext>();
+  ctx->set_deadline(std::chrono::system_clock::now() + timeout);
+  return ctx;
+}
+
 inline double MsSince(Clock::time_point t0) { return std::chrono::duration<double, std::milli>(Clock::now() - t0).count(); }
 
 // Runs op(0..n-1) on `clients` threads, each taking the next index; returns the time
@@ -458,6 +474,20 @@ inline runtime::v1::PodSandboxConfig KubeletLikePodConfig(const std::string& nam
   namespaces.set_pid(runtime::v1::NamespaceMode::CONTAINER);
   namespaces.set_ipc(runtime::v1::NamespaceMode::POD);
   return config;
+}
+
+// The one container of the pod start-up benches: `image` running `sleep 3600`, its log
+// at <name>/0.log in the pod's log directory, with `bench_label`=1.
+inline runtime::v1::ContainerConfig SleeperContainerConfig(const std::string& name, const std::string& image,
+                                                          const std::string& bench_label) {
+  runtime::v1::ContainerConfig c;
+  c.mutable_metadata()->set_name(name);
+  c.mutable_image()->set_image(image);
+  c.add_command("sleep");
+  c.add_args("3600");
+  c.set_log_path(name + "/0.log");
+  (*c.mutable_labels())[bench_label] = "1";
+  return c;
 }
 
 }  // namespace bench

@@ -37,6 +37,7 @@ namespace v1 = runtime::v1;
 
 constexpr char kNamespace[] = "cribench";
 constexpr char kBenchLabel[] = "cribench";
+constexpr char kAppName[] = "bctr";
 
 struct Runtime {
   std::string name, endpoint;
@@ -46,11 +47,7 @@ struct Runtime {
 std::string log_root;
 std::string image;
 
-std::unique_ptr<grpc::ClientContext> Ctx() {
-  auto ctx = std::make_unique<grpc::ClientContext>();
-  ctx->set_deadline(std::chrono::system_clock::now() + std::chrono::seconds(120));
-  return ctx;
-}
+std::unique_ptr<grpc::ClientContext> Ctx() { return bench::RpcContext(std::chrono::seconds(120)); }
 
 std::string Failed(const Runtime& r, const char* call, const grpc::Status& s) {
   return absl::StrCat(r.name, " ", call, ": ", s.error_message());
@@ -64,7 +61,7 @@ std::string StartPod(Runtime& r, const std::string& name, std::string* sandbox) 
   (*pod.mutable_annotations())["kubernetes.io/config.source"] = "api";
   // The kubelet makes the pod's and the container's log directories before it calls.
   std::error_code ec;
-  std::filesystem::create_directories(pod.log_directory() + "/bctr", ec);
+  std::filesystem::create_directories(absl::StrCat(pod.log_directory(), "/", kAppName), ec);
   v1::RunPodSandboxRequest run;
   *run.mutable_config() = pod;
   v1::RunPodSandboxResponse ran;
@@ -73,12 +70,7 @@ std::string StartPod(Runtime& r, const std::string& name, std::string* sandbox) 
   v1::CreateContainerRequest create;
   create.set_pod_sandbox_id(*sandbox);
   *create.mutable_sandbox_config() = pod;
-  v1::ContainerConfig& c = *create.mutable_config();
-  c.mutable_metadata()->set_name("bctr");
-  c.mutable_image()->set_image(image);
-  for (const char* part : {"sleep", "3600"}) c.add_command(part);
-  c.set_log_path("bctr/0.log");
-  (*c.mutable_labels())[kBenchLabel] = "1";
+  *create.mutable_config() = bench::SleeperContainerConfig(kAppName, image, kBenchLabel);
   v1::CreateContainerResponse created;
   if (grpc::Status s = r.stub->CreateContainer(Ctx().get(), create, &created); !s.ok())
     return Failed(r, "CreateContainer", s);
@@ -140,11 +132,6 @@ std::string Batch(Runtime& r, const std::string& tag, int n, int clients, double
   return error;
 }
 
-int EnvInt(const char* name, int fallback) {
-  const char* v = std::getenv(name);
-  return v && std::atoi(v) > 0 ? std::atoi(v) : fallback;
-}
-
 }  // namespace
 
 int main() {
@@ -153,10 +140,10 @@ int main() {
     std::fprintf(stderr, "cri_startup_bench: set DSBENCH_ENDPOINTS=name=unix:///a.sock,name=unix:///b.sock\n");
     return 2;
   }
-  const int serial = EnvInt("DSBENCH_PODS_SERIAL", 10);
-  const int concurrent = EnvInt("DSBENCH_PODS_CONCURRENT", 30);
-  const int clients = EnvInt("DSBENCH_CLIENTS", 8);
-  const int rounds = EnvInt("DSBENCH_ROUNDS", 3);
+  const int serial = bench::EnvInt("DSBENCH_PODS_SERIAL", 10);
+  const int concurrent = bench::EnvInt("DSBENCH_PODS_CONCURRENT", 30);
+  const int clients = bench::EnvInt("DSBENCH_CLIENTS", 8);
+  const int rounds = bench::EnvInt("DSBENCH_ROUNDS", 3);
   image = std::getenv("DSBENCH_IMAGE") ? std::getenv("DSBENCH_IMAGE") : testenv::BusyboxImage();
 
   std::vector<Runtime> runtimes;

@@ -92,11 +92,6 @@ constexpr absl::Duration kCallTimeout = absl::Seconds(120);
 
 common::Context Ctx() { return common::Context::WithTimeout(kCallTimeout); }
 
-int EnvInt(const char* name, int fallback) {
-  const char* v = std::getenv(name);
-  return v && std::atoi(v) > 0 ? std::atoi(v) : fallback;
-}
-
 // --- Samples, per shape ("1 pod", "30 concurrent"), in milliseconds. ----------------
 
 class SampleStore {
@@ -207,17 +202,6 @@ v1::PodSandboxConfig PodConfig(const std::string& name, const std::string& uid) 
   return config;
 }
 
-v1::ContainerConfig AppConfig() {
-  v1::ContainerConfig c;
-  c.mutable_metadata()->set_name(kAppName);
-  c.mutable_image()->set_image(testenv::BusyboxImage());
-  c.add_command("sleep");
-  c.add_args("3600");
-  c.set_log_path(absl::StrCat(kAppName, "/0.log"));
-  (*c.mutable_labels())[kBenchLabel] = "1";
-  return c;
-}
-
 // --- A pod through the shim. ------------------------------------------------------
 
 struct ShimPod {
@@ -236,7 +220,7 @@ std::string StartShimPod(const std::string& name, ShimPod* pod, bool record) {
   const auto t1 = bench::Clock::now();
   v1::CreateContainerRequest create;
   create.set_pod_sandbox_id(pod->sandbox_id);
-  *create.mutable_config() = AppConfig();
+  *create.mutable_config() = bench::SleeperContainerConfig(kAppName, testenv::BusyboxImage(), kBenchLabel);
   *create.mutable_sandbox_config() = run.config();
   auto created = env->service->CreateContainer(Ctx(), create);
   if (!created.ok()) return "CreateContainer " + name + ": " + created.status().ToString();
@@ -647,10 +631,10 @@ int main(int /*argc*/, char** /*argv*/) {
     return 1;
   }
   common::SetLogLevel(common::LogLevel::kWarning);  // the shim logs every pod at INFO
-  const int serial = EnvInt("DSBENCH_PODS_SERIAL", 10);
-  const int concurrent = EnvInt("DSBENCH_PODS_CONCURRENT", 30);
-  const int clients = EnvInt("DSBENCH_CLIENTS", 8);
-  const int rounds = EnvInt("DSBENCH_ROUNDS", 3);
+  const int serial = bench::EnvInt("DSBENCH_PODS_SERIAL", 10);
+  const int concurrent = bench::EnvInt("DSBENCH_PODS_CONCURRENT", 30);
+  const int clients = bench::EnvInt("DSBENCH_CLIENTS", 8);
+  const int rounds = bench::EnvInt("DSBENCH_ROUNDS", 3);
   const char* view = std::getenv("DSBENCH_VIEW");
 
   Env e;

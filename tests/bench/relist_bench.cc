@@ -140,11 +140,7 @@ class Shim {
   std::unique_ptr<v1::RuntimeService::Stub> stub_;
 };
 
-std::unique_ptr<grpc::ClientContext> Ctx() {
-  auto ctx = std::make_unique<grpc::ClientContext>();
-  ctx->set_deadline(std::chrono::system_clock::now() + std::chrono::seconds(60));
-  return ctx;
-}
+std::unique_ptr<grpc::ClientContext> Ctx() { return bench::RpcContext(std::chrono::seconds(60)); }
 
 // A pod with one running busybox container; "" or why not.
 std::string RunPod(v1::RuntimeService::Stub& stub, int i) {

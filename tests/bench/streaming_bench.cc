@@ -1212,22 +1212,17 @@ void PrintSummary() {
   std::fflush(stdout);
 }
 
-int EnvInt(const char* name, int fallback) {
-  const char* v = std::getenv(name);
-  return v && std::atoi(v) > 0 ? std::atoi(v) : fallback;
-}
-
 }  // namespace
 
 int main(int argc, char** argv) {
   benchmark::Initialize(&argc, argv);
   if (benchmark::ReportUnrecognizedArguments(argc, argv)) return 1;
   common::SetLogLevel(common::LogLevel::kWarning);  // the server logs every killed exec at INFO
-  settings.forward_bytes = static_cast<uint64_t>(EnvInt("DSBENCH_FORWARD_MIB", 1024)) << 20;
-  settings.exec_bytes = static_cast<uint64_t>(EnvInt("DSBENCH_EXEC_MIB", 256)) << 20;
-  settings.rounds = EnvInt("DSBENCH_ROUNDS", 40);
-  settings.idle_sessions = EnvInt("DSBENCH_IDLE_SESSIONS", 200);
-  settings.server.io_threads = EnvInt("DSBENCH_IO_THREADS", settings.server.io_threads);
+  settings.forward_bytes = static_cast<uint64_t>(bench::EnvInt("DSBENCH_FORWARD_MIB", 1024)) << 20;
+  settings.exec_bytes = static_cast<uint64_t>(bench::EnvInt("DSBENCH_EXEC_MIB", 256)) << 20;
+  settings.rounds = bench::EnvInt("DSBENCH_ROUNDS", 40);
+  settings.idle_sessions = bench::EnvInt("DSBENCH_IDLE_SESSIONS", 200);
+  settings.server.io_threads = bench::EnvInt("DSBENCH_IO_THREADS", settings.server.io_threads);
   // Round trips: enough for a p99 and a verdict whatever --benchmark_min_time says.
   benchmark::RegisterBenchmark("BM_ExecRoundTrip", BM_ExecRoundTrip)->Iterations(settings.rounds)->Apply(Timed);
   // Last: the sessions' processes are killed as they close, which takes a moment.
