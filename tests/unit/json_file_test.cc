@@ -126,10 +126,19 @@ class JsonFileTailerTest : public ::testing::Test {
   void Append(const std::string& text, const std::string& path = "") {
     std::ofstream(path.empty() ? path_ : path, std::ios::app) << text;
   }
-  void AppendLines(int from, int to) {
+  static std::string Entries(int from, int to) {
     std::string text;
     for (int i = from; i < to; ++i) text += Entry(i);
-    Append(text);
+    return text;
+  }
+  void AppendLines(int from, int to) { Append(Entries(from, to)); }
+  // `rotations` times: two lines from line-`from` on (line-from, from+1, then from+2...),
+  // then Docker's rotation with max-file=`files`.
+  void AppendPairsAndRotate(int from, int rotations, int files) {
+    for (int i = 0; i < rotations; ++i) {
+      AppendLines(from + 2 * i, from + 2 * i + 2);
+      Rotate(files);
+    }
   }
   // Docker's rotation with max-file=`files` (uncompressed): shift, rename, new file.
   void Rotate(int files) {
@@ -243,14 +252,10 @@ TEST_F(JsonFileTailerTest, FollowsPastTheGapOfARotationInProgress) {
   ASSERT_TRUE(tailer.ok());
   EXPECT_EQ(ReadAll(**tailer), Lines(0, 2));
   // Its file (line-0..3) ends up <log>.3, then .2 holds line-4..5, .1 line-6..7.
-  for (int i = 0; i < 3; ++i) {
-    AppendLines(2 + 2 * i, 4 + 2 * i);
-    Rotate(10);
-  }
+  AppendPairsAndRotate(2, 3, 10);
   AppendLines(8, 10);
   fs::rename(path_ + ".3", path_ + ".4");  // the next rotation's first rename
-  std::string fresh;
-  for (int i = 10; i < 12; ++i) fresh += Entry(i);
+  const std::string fresh = Entries(10, 12);
   absl::Status error;
   std::vector<std::string> got;
   {
@@ -267,13 +272,10 @@ TEST_F(JsonFileTailerTest, FollowsPastTheGapOfARotationInProgress) {
 
 TEST_F(JsonFileTailerTest, OpensAtTheOldestFileWhileARotationIsInProgress) {
   // line-0..1 in <log>.4 (moved from .3), .3 missing, line-2..3 in .2, 4..5 in .1, 6..7 at the path.
-  for (int i = 0; i < 4; ++i) {
-    AppendLines(2 * i, 2 * i + 2);
-    if (i < 3) Rotate(10);
-  }
+  AppendPairsAndRotate(0, 3, 10);
+  AppendLines(6, 8);
   fs::rename(path_ + ".3", path_ + ".4");
-  std::string fresh;
-  for (int i = 8; i < 10; ++i) fresh += Entry(i);
+  const std::string fresh = Entries(8, 10);
   RotationInProgress rotation(path_, 3, fresh);
   auto tailer = JsonFileTailer::Open(path_, 0);
   ASSERT_TRUE(tailer.ok()) << tailer.status();
@@ -365,10 +367,7 @@ TEST_F(JsonFileTailerTest, FallsBackWhenItCannotFollowForSure) {
   auto behind = JsonFileTailer::Open(path_, 0);
   ASSERT_TRUE(behind.ok());
   EXPECT_EQ(ReadAll(**behind), Lines(4, 5));
-  for (int i = 0; i < 3; ++i) {
-    AppendLines(10 + 2 * i, 12 + 2 * i);
-    Rotate(3);
-  }
+  AppendPairsAndRotate(10, 3, 3);
   error = absl::OkStatus();
   ReadAll(**behind, &error);
   EXPECT_TRUE(absl::IsFailedPrecondition(error)) << error;
