@@ -51,6 +51,7 @@ using runtime::v1::PodSandboxConfig;
 
 constexpr char kSwapMaxKey[] = "memory.swap.max";
 constexpr char kPidsMaxKey[] = "pids.max";
+constexpr char kRuncShimGroupAnnotation[] = "io.containerd.runc.v2.group";
 
 absl::Status Invalid(absl::string_view msg) { return absl::InvalidArgumentError(msg); }
 
@@ -479,6 +480,12 @@ absl::Status AddNamespaces(const ContainerConfig& config, const PodSandboxConfig
   host["NetworkMode"] = sandbox_mode;
   if (pod_ns.network() == runtime::v1::NODE) host["UTSMode"] = "host";
   host["IpcMode"] = pod_ns.ipc() == runtime::v1::NODE ? "host" : sandbox_mode;
+  // containerd's runc shim serves every container whose OCI spec names the same group from
+  // one process, and a container without the annotation is its own group (its ID): so the
+  // pod's containers join the shim of its infra container, as containerd's CRI does. That
+  // saves a shim process (about 5 MB) per container and its start (about 40 ms). Other
+  // shims (runsc, kata) do not read the key.
+  if (params.features.annotations) host["Annotations"] = {{kRuncShimGroupAnnotation, params.sandbox_id}};
 
   const runtime::v1::NamespaceOption& ns = config.linux().security_context().namespace_options();
   switch (ns.pid()) {

@@ -14,6 +14,7 @@ EngineFeatures FeaturesFor(std::string_view api_version, const dockerclient::Sys
   EngineFeatures f;
   f.api_version = std::string(api_version);
   f.engine_version = info.server_version;
+  f.annotations = ApiAtLeast(api_version, 1, 43);
   f.recursive_read_only = ApiAtLeast(api_version, 1, 44);
   f.image_mounts = ApiAtLeast(api_version, 1, 48);
   // Docker reports CDISpecDirs only where CDI is enabled (a daemon feature before 28.2;

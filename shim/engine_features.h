@@ -11,6 +11,7 @@ namespace shim {
 struct EngineFeatures {
   std::string api_version;           // negotiated, "1.41"
   std::string engine_version;        // /info ServerVersion, "20.10.24"; for messages
+  bool annotations = false;          // HostConfig.Annotations, given to the runtime (API 1.43+, Docker 24)
   bool recursive_read_only = false;  // BindOptions.ReadOnlyForceRecursive (API 1.44+, Docker 25)
   bool image_mounts = false;         // Mount.Type "image" (API 1.48+, Docker 28)
   bool cdi = false;                  // CDI device requests: API 1.44+ and CDI spec dirs in /info

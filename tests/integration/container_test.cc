@@ -5,8 +5,13 @@
 #include <gmock/gmock.h>
 #include <gtest/gtest.h>
 
+#include <filesystem>
+#include <fstream>
+#include <set>
+
 #include "absl/strings/numbers.h"
 #include "absl/strings/strip.h"
+#include "dockerclient/api_version.h"
 #include "shim/capabilities.h"
 #include "tests/integration/pod_fixture.h"
 
@@ -322,6 +327,39 @@ TEST_F(ContainerIntegration, ExecTimeoutIsDeadlineExceeded) {
     absl::SleepFor(absl::Milliseconds(100));
   }
   EXPECT_THAT(processes, Not(HasSubstr("sleep 31")));
+}
+
+// The `-id` of every containerd runc shim running on this machine: the container that
+// started it (its group's first).
+std::set<std::string> RuncShimIds() {
+  std::set<std::string> ids;
+  for (const auto& entry : std::filesystem::directory_iterator("/proc")) {
+    std::ifstream in(entry.path() / "cmdline");
+    std::vector<std::string> argv;
+    for (std::string arg; std::getline(in, arg, '\0');) argv.push_back(arg);
+    if (argv.empty() || !absl::EndsWith(argv[0], "containerd-shim-runc-v2")) continue;
+    for (size_t i = 0; i + 1 < argv.size(); ++i) {
+      if (argv[i] == "-id") ids.insert(argv[i + 1]);
+    }
+  }
+  return ids;
+}
+
+TEST_F(ContainerIntegration, ContainersShareTheInfraContainersShimWhereTheEngineCan) {
+  auto api = docker_->Ping(ctx_);
+  ASSERT_TRUE(api.ok()) << api.status();
+  auto p = RunPodWith(Pod("oneshim"), Busybox("app", {"sleep", "600"}));
+  ASSERT_TRUE(p.ok()) << p.status();
+  const std::set<std::string> shims = RuncShimIds();
+  EXPECT_THAT(shims, Contains(p->pod_id));
+  if (dockerclient::ApiAtLeast(*api, 1, 43)) {
+    EXPECT_THAT(shims, Not(Contains(p->container_id))) << "the app container has a runc shim of its own";
+  } else {  // Docker 20.10 cannot pass the annotation: a shim per container
+    EXPECT_THAT(shims, Contains(p->container_id));
+  }
+  auto ps = Exec(p->container_id, {"sh", "-c", "echo up"});
+  ASSERT_TRUE(ps.ok()) << ps.status();
+  EXPECT_EQ(ps->stdout(), "up\n");
 }
 
 TEST_F(ContainerIntegration, RemovePodSandboxRemovesItsContainers) {

@@ -119,11 +119,21 @@ TEST(ContainerConfigBody, Minimal) {
                              "CpuShares", "CpusetCpus", "CpusetMems", "Memory", "MemorySwap", "CgroupParent",
                              "Runtime", "CapAdd", "CapDrop", "GroupAdd", "Privileged",
                              "ReadonlyRootfs", "MaskedPaths", "ReadonlyPaths", "Dns", "DnsSearch", "DnsOptions",
-                             "ExtraHosts", "PortBindings", "Sysctls", "LogConfig"}) {
+                             "ExtraHosts", "PortBindings", "Sysctls", "LogConfig", "Annotations"}) {
     EXPECT_FALSE(h.contains(absent)) << absent;
   }
   // Kubernetes' unset seccomp profile means unconfined; Docker's default would confine.
   EXPECT_EQ(h["SecurityOpt"], json({"seccomp=unconfined"}));
+}
+
+// An engine that hands annotations to the runtime gets the pod's containers into the
+// runc shim of the infra container (its ID is the shim's group); an older one gets nothing.
+TEST(ContainerConfigBody, JoinsTheInfraContainersRuncShimWhereTheEngineCan) {
+  ContainerCreateParams p = ParamsFor("1.43");
+  p.features.annotations = true;
+  EXPECT_EQ(MustHost(MinimalConfig(), p)["Annotations"], json({{"io.containerd.runc.v2.group", kSandboxId}}));
+  p.features.annotations = false;
+  ExpectField(MustHost(MinimalConfig(), p), "Annotations", json());
 }
 
 struct MetadataCase {

@@ -13,7 +13,7 @@ struct FeaturesCase {
   std::string name;
   std::string api_version;  // negotiated
   json cdi_spec_dirs;       // /info CDISpecDirs; null: absent
-  bool recursive_read_only, image_mounts, cdi;
+  bool annotations, recursive_read_only, image_mounts, cdi;
 };
 
 class FeaturesForTest : public ::testing::TestWithParam<FeaturesCase> {};
@@ -27,6 +27,7 @@ TEST_P(FeaturesForTest, Table) {
   const EngineFeatures f = FeaturesFor(tc.api_version, info);
   EXPECT_EQ(f.api_version, tc.api_version);
   EXPECT_EQ(f.engine_version, "99.0.0");
+  EXPECT_EQ(f.annotations, tc.annotations);
   EXPECT_EQ(f.recursive_read_only, tc.recursive_read_only);
   EXPECT_EQ(f.image_mounts, tc.image_mounts);
   EXPECT_EQ(f.cdi, tc.cdi);
@@ -39,23 +40,24 @@ INSTANTIATE_TEST_SUITE_P(
     Versions, FeaturesForTest,
     ::testing::Values(
         // Docker 20.10: nothing; spec dirs (which it would never report) do not make CDI.
-        FeaturesCase{"v1_41", "1.41", json(), false, false, false},
-        FeaturesCase{"v1_41_dirs", "1.41", kDirs, false, false, false},
-        FeaturesCase{"v1_43", "1.43", kDirs, false, false, false},  // Docker 24
+        FeaturesCase{"v1_41", "1.41", json(), false, false, false, false},
+        FeaturesCase{"v1_41_dirs", "1.41", kDirs, false, false, false, false},
+        FeaturesCase{"v1_42", "1.42", kDirs, false, false, false, false},  // Docker 23
+        FeaturesCase{"v1_43", "1.43", kDirs, true, false, false, false},   // Docker 24: annotations
         // Docker 25: rro, and CDI where enabled.
-        FeaturesCase{"v1_44", "1.44", kNoDirs, true, false, false},
-        FeaturesCase{"v1_44_cdi", "1.44", kDirs, true, false, true},
-        FeaturesCase{"v1_45", "1.45", kNoDirs, true, false, false},  // Docker 26.1, CDI off
-        FeaturesCase{"v1_45_cdi", "1.45", kDirs, true, false, true},
-        FeaturesCase{"v1_47_absent", "1.47", json(), true, false, false},
-        FeaturesCase{"v1_47_cdi", "1.47", kDirs, true, false, true},
+        FeaturesCase{"v1_44", "1.44", kNoDirs, true, true, false, false},
+        FeaturesCase{"v1_44_cdi", "1.44", kDirs, true, true, false, true},
+        FeaturesCase{"v1_45", "1.45", kNoDirs, true, true, false, false},  // Docker 26.1, CDI off
+        FeaturesCase{"v1_45_cdi", "1.45", kDirs, true, true, false, true},
+        FeaturesCase{"v1_47_absent", "1.47", json(), true, true, false, false},
+        FeaturesCase{"v1_47_cdi", "1.47", kDirs, true, true, false, true},
         // Docker 28: image mounts.
-        FeaturesCase{"v1_48", "1.48", kNoDirs, true, true, false},
-        FeaturesCase{"v1_48_cdi", "1.48", kDirs, true, true, true},
-        FeaturesCase{"v1_51_cdi", "1.51", kDirs, true, true, true},  // Docker 28.5, CDI on by default
-        FeaturesCase{"v1_51_no_cdi", "1.51", kNoDirs, true, true, false},
-        FeaturesCase{"v1_51_dirs_not_a_list", "1.51", json("/etc/cdi"), true, true, false},
-        FeaturesCase{"unparseable", "x", kDirs, false, false, false}),
+        FeaturesCase{"v1_48", "1.48", kNoDirs, true, true, true, false},
+        FeaturesCase{"v1_48_cdi", "1.48", kDirs, true, true, true, true},
+        FeaturesCase{"v1_51_cdi", "1.51", kDirs, true, true, true, true},  // Docker 28.5, CDI on by default
+        FeaturesCase{"v1_51_no_cdi", "1.51", kNoDirs, true, true, true, false},
+        FeaturesCase{"v1_51_dirs_not_a_list", "1.51", json("/etc/cdi"), true, true, true, false},
+        FeaturesCase{"unparseable", "x", kDirs, false, false, false, false}),
     [](const auto& info) { return info.param.name; });
 
 TEST(RuntimeSupportsRro, FromTheRuntimesOciFeatures) {
