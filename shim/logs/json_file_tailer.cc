@@ -6,6 +6,7 @@
 
 #include <cerrno>
 #include <cstring>
+#include <memory>
 #include <optional>
 #include <vector>
 
@@ -19,6 +20,8 @@ namespace shim::logs {
 namespace {
 
 constexpr std::size_t kReadBytes = 256 << 10;
+// An unfinished entry's buffer keeps at most this much memory once the entry is out.
+constexpr std::size_t kKeptPendingBytes = 64 << 10;
 // An entry is at most 16 KiB of content, escaped (up to 6 bytes a byte) plus attrs.
 constexpr std::size_t kMaxEntryBytes = 4 << 20;
 // Docker's max-file has no limit; past this many rotated files the search stops.
@@ -28,6 +31,14 @@ constexpr int kMaxRotatedFiles = 10000;
 // that meets such a gap (or a file that moved between the look and the open) looks
 // again, a millisecond later, for this long before it gives up.
 constexpr absl::Duration kRotationSettle = absl::Milliseconds(250);
+
+// Read's buffer: one per reading thread (the log copier's), filled by pread without being
+// cleared first, so that a followed container holds no read buffer of its own (only the
+// entry Docker is writing) and a read that finds nothing costs no memset.
+char* ReadBuffer() {
+  thread_local const std::unique_ptr<char[]> buf = std::make_unique_for_overwrite<char[]>(kReadBytes);
+  return buf.get();
+}
 
 absl::Status FallBack(std::string_view why) { return absl::FailedPreconditionError(common::Av(why)); }
 
@@ -156,23 +167,20 @@ absl::StatusOr<bool> JsonFileTailer::OpenOldestNeeded(int64_t since_nanos) {
 }
 
 absl::StatusOr<JsonFileTailer::Progress> JsonFileTailer::Read(const EntryFn& on_entry, std::size_t budget) {
+  char* const buf = ReadBuffer();
   std::size_t used = 0;
   while (used < budget) {
-    const std::size_t have = buf_.size();
-    if (have >= kMaxEntryBytes) return FallBack(absl::StrCat(path_, ": an entry longer than ", kMaxEntryBytes, " bytes"));
-    buf_.resize(have + kReadBytes);
+    if (pending_.size() >= kMaxEntryBytes) {
+      return FallBack(absl::StrCat(path_, ": an entry longer than ", kMaxEntryBytes, " bytes"));
+    }
     ssize_t n;
     do {
-      n = ::pread(fd_.get(), buf_.data() + have, kReadBytes, static_cast<off_t>(offset_ + have));
+      n = ::pread(fd_.get(), buf, kReadBytes, static_cast<off_t>(offset_ + pending_.size()));
     } while (n < 0 && errno == EINTR);
-    if (n < 0) {
-      buf_.resize(have);
-      return FallBack(absl::StrCat("read ", path_, ": ", std::strerror(errno)));
-    }
-    buf_.resize(have + static_cast<std::size_t>(n));
+    if (n < 0) return FallBack(absl::StrCat("read ", path_, ": ", std::strerror(errno)));
     if (n > 0) {
       used += static_cast<std::size_t>(n);
-      if (absl::Status s = Consume(on_entry); !s.ok()) return s;
+      Consume(std::string_view(buf, static_cast<std::size_t>(n)), on_entry);
       continue;
     }
     absl::StatusOr<bool> next = FollowRotation();
@@ -182,9 +190,27 @@ absl::StatusOr<JsonFileTailer::Progress> JsonFileTailer::Read(const EntryFn& on_
   return Progress::kMore;
 }
 
-// Hands out buf_'s complete lines and keeps what follows the last '\n'.
-absl::Status JsonFileTailer::Consume(const EntryFn& on_entry) {
-  std::string_view data = buf_;
+void JsonFileTailer::Consume(std::string_view fresh, const EntryFn& on_entry) {
+  if (!pending_.empty()) {
+    const void* nl = std::memchr(fresh.data(), '\n', fresh.size());
+    if (!nl) {
+      pending_.append(fresh);
+      return;
+    }
+    const std::size_t end = static_cast<std::size_t>(static_cast<const char*>(nl) - fresh.data()) + 1;
+    pending_.append(fresh.substr(0, end));
+    fresh.remove_prefix(end);
+    HandOut(pending_, on_entry);
+    offset_ += pending_.size();
+  }
+  const std::size_t handed_out = HandOut(fresh, on_entry);
+  offset_ += handed_out;
+  pending_.assign(fresh.substr(handed_out));
+  // A long entry grew it: give the memory back once it is handed out.
+  if (pending_.capacity() > kKeptPendingBytes && pending_.size() <= kKeptPendingBytes / 2) pending_.shrink_to_fit();
+}
+
+std::size_t JsonFileTailer::HandOut(std::string_view data, const EntryFn& on_entry) {
   std::size_t consumed = 0;
   for (;;) {
     const void* found = std::memchr(data.data() + consumed, '\n', data.size() - consumed);
@@ -209,25 +235,23 @@ absl::Status JsonFileTailer::Consume(const EntryFn& on_entry) {
     last_nanos_ = entry_.nanos;
     on_entry(entry_);
   }
-  offset_ += consumed;
-  buf_.erase(0, consumed);
-  return absl::OkStatus();
+  return consumed;
 }
 
 absl::StatusOr<bool> JsonFileTailer::FollowRotation() {
   struct stat own;
   if (::fstat(fd_.get(), &own) != 0) return FallBack(absl::StrCat("stat ", path_, ": ", std::strerror(errno)));
-  if (static_cast<uint64_t>(own.st_size) < offset_ + buf_.size())
-    return FallBack(absl::StrCat(path_, " was truncated (from ", offset_ + buf_.size(), " to ", own.st_size, " bytes)"));
+  if (static_cast<uint64_t>(own.st_size) < offset_ + pending_.size())
+    return FallBack(absl::StrCat(path_, " was truncated (from ", offset_ + pending_.size(), " to ", own.st_size, " bytes)"));
   const std::optional<struct stat> at_path = Stat(path_);
   // Not there: between Docker's rename (or unlink) and its new file. Soon back.
   if (!at_path || SameFile(*at_path, dev_, ino_)) return false;
   // Docker closes the file before it renames it: once more to its end, then this file is done.
-  if (static_cast<uint64_t>(own.st_size) > offset_ + buf_.size()) return true;  // Read reads the rest first
-  if (!buf_.empty()) {
-    LOG_WARN << path_ << ": the rotated file ends in an unfinished entry (" << buf_.size() << " bytes); skipped";
+  if (static_cast<uint64_t>(own.st_size) > offset_ + pending_.size()) return true;  // Read reads the rest first
+  if (!pending_.empty()) {
+    LOG_WARN << path_ << ": the rotated file ends in an unfinished entry (" << pending_.size() << " bytes); skipped";
     ++bad_lines_;
-    buf_.clear();
+    pending_.clear();
   }
   RETURN_IF_ERROR(LookUntilSettled([&] { return OpenSuccessor(); },
                                    absl::StrCat(path_, " rotates faster than it can be followed")));

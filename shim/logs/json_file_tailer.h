@@ -15,6 +15,7 @@
 #include <functional>
 #include <memory>
 #include <string>
+#include <string_view>
 
 #include "absl/status/statusor.h"
 #include "common/unique_fd.h"
@@ -52,14 +53,18 @@ class JsonFileTailer {
   // At the end of the file being read: the next file when Docker rotated it, the same
   // one when not (false), or an error (truncated, rotated too fast).
   absl::StatusOr<bool> FollowRotation();
-  absl::Status Consume(const EntryFn& on_entry);
+  // Hands out the complete entries of pending_ followed by `fresh` (read after it) and
+  // keeps what follows the last '\n' in pending_.
+  void Consume(std::string_view fresh, const EntryFn& on_entry);
+  // Hands out `data`'s complete lines; answers how many bytes they took.
+  std::size_t HandOut(std::string_view data, const EntryFn& on_entry);
 
   const std::string path_;
   common::UniqueFd fd_;  // the file being read
   dev_t dev_ = 0;
   ino_t ino_ = 0;
-  uint64_t offset_ = 0;  // of buf_'s first byte in fd_
-  std::string buf_;      // read, not yet handed out (the start of an entry being written)
+  uint64_t offset_ = 0;   // of pending_'s first byte in fd_
+  std::string pending_;   // read, not yet handed out (the start of an entry being written)
   int64_t since_nanos_ = 0;
   int64_t last_nanos_ = 0;  // of the last entry read (a compressed file's LastTime names it)
   uint64_t rotations_ = 0, bad_lines_ = 0;

@@ -192,6 +192,28 @@ TEST_F(JsonFileTailerTest, FollowsAppendsAndWaitsForAnUnfinishedEntry) {
   EXPECT_TRUE(ReadAll(**tailer).empty());
 }
 
+// An entry written in pieces, longer than one read (256 KiB), and the entries after it
+// in the same read as its end.
+TEST_F(JsonFileTailerTest, AnEntryLongerThanAReadArrivesInPieces) {
+  AppendLines(0, 2);
+  const std::string text(700 << 10, 'x');
+  const std::string big = absl::StrCat(R"({"log":")", text, R"(","stream":"stdout","time":"2026-12-01T10:00:00.000000002Z"})", "\n");
+  auto tailer = JsonFileTailer::Open(path_, 0);
+  ASSERT_TRUE(tailer.ok()) << tailer.status();
+  EXPECT_EQ(ReadAll(**tailer), Lines(0, 2));
+  Append(big.substr(0, 1000));
+  EXPECT_TRUE(ReadAll(**tailer).empty());
+  Append(big.substr(1000, 400 << 10));
+  EXPECT_TRUE(ReadAll(**tailer).empty());
+  Append(big.substr(1000 + (400 << 10)) + Entries(3, 6));
+  std::vector<std::string> got = ReadAll(**tailer);
+  ASSERT_EQ(got.size(), 4u);
+  EXPECT_EQ(got[0], text);
+  EXPECT_EQ(std::vector<std::string>(got.begin() + 1, got.end()), Lines(3, 6));
+  AppendLines(6, 8);
+  EXPECT_EQ(ReadAll(**tailer), Lines(6, 8));
+}
+
 TEST_F(JsonFileTailerTest, PiecesAndStreamsKeepTheirOrder) {
   Append(Entry(0, "stdout", ""));  // a piece of a long line: no '\n'
   Append(Entry(1, "stderr"));
