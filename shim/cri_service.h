@@ -16,6 +16,7 @@
 #include <string>
 
 #include "absl/status/statusor.h"
+#include "absl/synchronization/mutex.h"
 #include "common/context.h"
 #include "common/phase_timer.h"
 #include "dockerclient/docker_client.h"
@@ -289,9 +290,13 @@ class CriService {
   std::unique_ptr<StatsSampler> stats_;
   std::unique_ptr<imagevolumes::ImageVolumes> image_volumes_;  // image mounts on engines before API 1.48
 
+  absl::Mutex info_mu_;
+  absl::CondVar info_fetched_;
+  std::shared_ptr<const dockerclient::SystemInfo> info_ ABSL_GUARDED_BY(info_mu_);
+  absl::Time info_time_ ABSL_GUARDED_BY(info_mu_);
+  bool info_fetching_ ABSL_GUARDED_BY(info_mu_) = false;
+
   mutable std::mutex mu_;
-  std::shared_ptr<const dockerclient::SystemInfo> info_;  // guarded by mu_
-  absl::Time info_time_;
   std::optional<EngineFeatures> features_;                         // guarded by mu_
   std::shared_ptr<const dockerclient::SystemInfo> features_info_;  // the /info features_ came from
   struct FsUsage {

@@ -5,6 +5,7 @@
 
 #include "common/log.h"
 #include "common/status.h"
+#include "dockerclient/errors.h"
 #include "shim/cri_service.h"
 
 namespace shim {
@@ -16,17 +17,30 @@ constexpr char kRuntimeApiVersion[] = "v1";
 constexpr absl::Duration kInfoCacheTtl = absl::Seconds(10);
 }  // namespace
 
+// One /info at a time, so that a burst of pod starts asks dockerd once (about 20 ms of
+// its time each): while it is asked, callers get the answer from before, or wait for
+// this one when there is none yet. After a failed fetch the next caller asks again.
 absl::StatusOr<std::shared_ptr<const dockerclient::SystemInfo>> CriService::CachedInfo(const common::Context& ctx) {
-  {
-    std::lock_guard lock(mu_);
-    if (info_ && absl::Now() - info_time_ < kInfoCacheTtl) return info_;
+  absl::MutexLock lock(&info_mu_);
+  while (!info_ || absl::Now() - info_time_ >= kInfoCacheTtl) {
+    if (!info_fetching_) {
+      info_fetching_ = true;
+      info_mu_.Unlock();
+      absl::StatusOr<dockerclient::SystemInfo> fetched = docker_.Info(ctx);
+      info_mu_.Lock();
+      info_fetching_ = false;
+      info_fetched_.SignalAll();
+      if (!fetched.ok()) return fetched.status();
+      info_ = std::make_shared<const dockerclient::SystemInfo>(*std::move(fetched));
+      info_time_ = absl::Now();
+      break;
+    }
+    if (info_) break;
+    if (info_fetched_.WaitWithDeadline(&info_mu_, ctx.deadline) && info_fetching_) {
+      return dockerclient::DeadlineError("GET /info");
+    }
   }
-  ASSIGN_OR_RETURN(dockerclient::SystemInfo fetched, docker_.Info(ctx));
-  auto info = std::make_shared<const dockerclient::SystemInfo>(std::move(fetched));
-  std::lock_guard lock(mu_);
-  info_ = info;
-  info_time_ = absl::Now();
-  return info;
+  return info_;
 }
 
 absl::StatusOr<EngineFeatures> CriService::Features(const common::Context& ctx) {

@@ -233,7 +233,8 @@ absl::StatusOr<dockerclient::VersionInfo> FakeDockerClient::Version(const common
   return version;
 }
 
-absl::StatusOr<dockerclient::SystemInfo> FakeDockerClient::Info(const common::Context&) {
+absl::StatusOr<dockerclient::SystemInfo> FakeDockerClient::Info(const common::Context& ctx) {
+  if (on_info) on_info(ctx);
   std::lock_guard lock(mu_);
   if (auto s = Record("Info"); !s.ok()) return s;
   return info;

@@ -123,6 +123,8 @@ class FakeDockerClient : public dockerclient::DockerClient {
   // Runs at each Ping, before anything else and without the fake's lock (e.g. to block
   // as a dockerd that accepts but does not answer).
   std::function<void(const common::Context&)> on_ping;
+  // The same at each Info.
+  std::function<void(const common::Context&)> on_info;
   absl::StatusOr<std::string> CreateExec(const common::Context& ctx, const std::string& container_id,
                                          const dockerclient::ExecConfig& config) override;
   absl::Status RunExec(const common::Context& ctx, const std::string& exec_id, bool tty,

@@ -1,6 +1,11 @@
 #include <gtest/gtest.h>
 
+#include <atomic>
+#include <thread>
 #include <utility>
+#include <vector>
+
+#include "absl/synchronization/notification.h"
 
 #include "shim/cri_service.h"
 #include "tests/unit/fake_docker_client.h"
@@ -112,6 +117,37 @@ TEST_F(RuntimeInfoTest, FeaturesFollowTheNegotiatedVersionAndInfo) {
   ASSERT_TRUE(service_.Features(ctx_).ok());
   EXPECT_EQ(docker_.CallCount("Ping"), pings);
   EXPECT_EQ(docker_.CallCount("Info"), infos);
+}
+
+// A burst of calls before any /info is cached asks Docker once; a caller whose deadline
+// passes while it waits for that answer gets DEADLINE_EXCEEDED.
+TEST_F(RuntimeInfoTest, CallsThatComeTogetherShareOneInfo) {
+  absl::Notification release;
+  std::atomic<int> entered{0};
+  docker_.on_info = [&](const common::Context&) {
+    if (entered++ == 0) release.WaitForNotification();
+  };
+  std::vector<std::thread> callers;
+  std::atomic<int> ok{0};
+  for (int i = 0; i < 8; ++i) {
+    callers.emplace_back([&] { ok += service_.Features(ctx_).ok() ? 1 : 0; });
+  }
+  while (entered.load() == 0) absl::SleepFor(absl::Milliseconds(1));
+  absl::SleepFor(absl::Milliseconds(100));  // the others are waiting now
+  const auto impatient = service_.Features(common::Context::WithTimeout(absl::Milliseconds(20)));
+  EXPECT_EQ(impatient.status().code(), absl::StatusCode::kDeadlineExceeded) << impatient.status();
+  release.Notify();
+  for (std::thread& t : callers) t.join();
+  EXPECT_EQ(ok.load(), 8);
+  EXPECT_EQ(docker_.CallCount("Info"), 1);
+}
+
+TEST_F(RuntimeInfoTest, AFailedInfoIsAskedAgainByTheNextCall) {
+  docker_.FailOperation("Info", absl::UnavailableError("cannot connect to the Docker daemon"));
+  EXPECT_EQ(service_.Features(ctx_).status().code(), absl::StatusCode::kUnavailable);
+  docker_.ClearFailures();
+  EXPECT_TRUE(service_.Features(ctx_).ok());
+  EXPECT_EQ(docker_.CallCount("Info"), 2);
 }
 
 TEST_F(RuntimeInfoTest, FeaturesFailWhenDockerIsDown) {
