@@ -6,8 +6,8 @@
 // MB/s summed. CPU per MB (copier's thread and dockerd's) is printed for each.
 // The dockerd measured is the one serving DOCKERSHIM_TEST_DOCKER (by its command line).
 //   - throughput (target >= 100 MB/s of CRI log with <= 1 core): a busybox container
-//     (json-file driver, no TTY) writes DSBENCH_LOG_MIB MiB of 100-byte lines as fast as
-//     it can (`yes <99 bytes> | head -n <lines>`):
+//     (json-file driver, no TTY) writes DSBENCH_LOG_MIB MiB of 100-byte lines (or
+//     DSBENCH_LINE_BYTES) as fast as it can (`yes <99 bytes> | head -n <lines>`):
 //       "live": the copier follows it from its start; timed from Follow until the CRI
 //         file holds every line (the container's pace and Docker's logging bound it);
 //         "docker alone": the same container with no copier, from its start to its
@@ -29,7 +29,7 @@
 // at start (a killed run) and at the end, also after a failure. CRI files go to a
 // temp dir (dsbench.XXXXXX). Needs a running dockerd and the test images
 // (scripts/test-env.sh); no network.
-//   logs_bench [--benchmark_filter=...]   DSBENCH_LOG_MIB=256 DSBENCH_LATENCY_LINES=500
+//   logs_bench [--benchmark_filter=...]   DSBENCH_LOG_MIB=256 DSBENCH_LINE_BYTES=100 DSBENCH_LATENCY_LINES=500
 #include <fcntl.h>
 #include <poll.h>
 #include <sys/inotify.h>
@@ -74,7 +74,8 @@
 namespace {
 
 constexpr char kNamePrefix[] = "dsbench-logs-";  // every container this bench creates
-constexpr int64_t kLineBytes = 100;              // each line the flood container writes, with its '\n'
+// Docker splits longer lines into entries of 16 KiB: the bench counts whole lines.
+constexpr int64_t kMaxLineBytes = 16 << 10;
 constexpr absl::Duration kCallTimeout = absl::Seconds(60);
 constexpr absl::Duration kCopyTimeout = absl::Minutes(10);
 constexpr double kMB = 1e6;
@@ -86,6 +87,7 @@ struct Env {
   std::unique_ptr<dockerclient::DockerClient> docker;
   int dockerd_pid = 0;  // 0: not found, no dockerd CPU figures
   int64_t flood_lines = 0;
+  int64_t line_bytes = 100;  // each line the flood container writes, with its '\n'
   std::string exited_flood;  // a flood container that has exited, its whole log at Docker
   int serial = 0;
 };
@@ -204,10 +206,10 @@ std::string WaitExited(const std::string& id, absl::Duration timeout) {
   }
 }
 
-// `yes <99 bytes> | head -n <lines>`: env->flood_lines lines of kLineBytes.
+// `yes <99 bytes> | head -n <lines>`: env->flood_lines lines of env->line_bytes.
 std::string FloodScript() {
   std::string line = "dsbench-logs ";
-  while (static_cast<int64_t>(line.size()) < kLineBytes - 1) line += static_cast<char>('a' + line.size() % 26);
+  while (static_cast<int64_t>(line.size()) < env->line_bytes - 1) line += static_cast<char>('a' + line.size() % 26);
   return absl::StrCat("yes ", line, " | head -n ", env->flood_lines);
 }
 
@@ -702,10 +704,14 @@ std::string Setup(Env& e) {
   auto image = e.docker->InspectImage(Ctx(), testenv::BusyboxImage());
   if (!image.ok()) return "the test image " + testenv::BusyboxImage() + " (scripts/test-env.sh): " + image.status().ToString();
   e.dockerd_pid = FindDockerd(e.socket_path);
-  e.flood_lines = EnvInt("DSBENCH_LOG_MIB", 256) * (1 << 20) / kLineBytes;
+  e.line_bytes = EnvInt("DSBENCH_LINE_BYTES", 100);
+  if (e.line_bytes < 20 || e.line_bytes > kMaxLineBytes) {
+    return absl::StrCat("DSBENCH_LINE_BYTES: ", e.line_bytes, " is outside 20..", kMaxLineBytes);
+  }
+  e.flood_lines = EnvInt("DSBENCH_LOG_MIB", 256) * (1 << 20) / e.line_bytes;
   std::printf("logs_bench: dockerd API %s (pid %d), flood %lld lines of %lld bytes (%.0f MiB)\n", e.api.c_str(),
-              e.dockerd_pid, static_cast<long long>(e.flood_lines), static_cast<long long>(kLineBytes),
-              static_cast<double>(e.flood_lines * kLineBytes) / (1 << 20));
+              e.dockerd_pid, static_cast<long long>(e.flood_lines), static_cast<long long>(e.line_bytes),
+              static_cast<double>(e.flood_lines * e.line_bytes) / (1 << 20));
   return "";
 }
 
@@ -713,7 +719,7 @@ double Median(std::vector<double> v) { return bench::Percentile(std::move(v), 50
 
 void PrintThroughputTable() {
   std::printf("\nThroughput (%lld lines of %lld bytes; MB = 10^6 bytes; medians over runs; cores = CPU s / wall s)\n",
-              static_cast<long long>(env->flood_lines), static_cast<long long>(kLineBytes));
+              static_cast<long long>(env->flood_lines), static_cast<long long>(env->line_bytes));
   std::printf("  %-40s %4s %9s %10s %8s %12s %13s %12s\n", "measurement", "runs", "MB/s", "Mlines/s", "wall s",
               "shim cores", "dockerd cores", "poll cores");
   for (const char* key : {"docker alone (no copier), live", "copier (files), live", "copier (API), live",
