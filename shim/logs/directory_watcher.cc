@@ -93,9 +93,15 @@ void DirectoryWatcher::ReadEvents() {
   }
   // A callback may add or drop watches: call copies.
   std::vector<std::function<void()>> calls;
-  for (const auto& [wd, directory] : watchers_) {
-    if (!overflow && !changed.count(wd)) continue;
+  const auto add_calls = [&calls](const Directory& directory) {
     for (const auto& [token, callback] : directory.callbacks) calls.push_back(callback);
+  };
+  if (overflow) {
+    for (const auto& [wd, directory] : watchers_) add_calls(directory);
+  } else {
+    for (int wd : changed) {
+      if (auto it = watchers_.find(wd); it != watchers_.end()) add_calls(it->second);
+    }
   }
   for (const auto& call : calls) call();
 }
