@@ -89,7 +89,7 @@ struct Options {
   // tree in tests).
   std::string proc_root = "/proc";
   std::string cgroup_prefix;
-  // The time stats samples are taken at; absl::Now when unset.
+  // The time stats samples are taken at, and the /info cache's; absl::Now when unset.
   std::function<absl::Time()> clock;
   // Receives the duration of each step of RunPodSandbox, CreateContainer and
   // StartContainer (common/phase_timer.h); null in production (the pod start-up

@@ -21,8 +21,9 @@ constexpr absl::Duration kInfoCacheTtl = absl::Seconds(10);
 // its time each): while it is asked, callers get the answer from before, or wait for
 // this one when there is none yet. After a failed fetch the next caller asks again.
 absl::StatusOr<std::shared_ptr<const dockerclient::SystemInfo>> CriService::CachedInfo(const common::Context& ctx) {
+  const auto now = [this] { return options_.clock ? options_.clock() : absl::Now(); };
   absl::MutexLock lock(&info_mu_);
-  while (!info_ || absl::Now() - info_time_ >= kInfoCacheTtl) {
+  while (!info_ || now() - info_time_ >= kInfoCacheTtl) {
     if (!info_fetching_) {
       info_fetching_ = true;
       info_mu_.Unlock();
@@ -32,7 +33,7 @@ absl::StatusOr<std::shared_ptr<const dockerclient::SystemInfo>> CriService::Cach
       info_fetched_.SignalAll();
       if (!fetched.ok()) return fetched.status();
       info_ = std::make_shared<const dockerclient::SystemInfo>(*std::move(fetched));
-      info_time_ = absl::Now();
+      info_time_ = now();
       break;
     }
     if (info_) break;

@@ -142,6 +142,38 @@ TEST_F(RuntimeInfoTest, CallsThatComeTogetherShareOneInfo) {
   EXPECT_EQ(docker_.CallCount("Info"), 1);
 }
 
+// Once the cached /info is stale, one caller asks Docker again; meanwhile the others get
+// the answer from before at once.
+TEST(RuntimeInfoCacheTest, WhileAStaleInfoIsRefreshedOthersGetTheOneFromBefore) {
+  testing_fakes::FakeDockerClient docker;
+  testing_fakes::FakeNetwork network;
+  absl::Mutex clock_mu;
+  absl::Time now = absl::FromUnixSeconds(1000);
+  Options options;
+  options.clock = [&] {
+    absl::MutexLock lock(&clock_mu);
+    return now;
+  };
+  CriService service(options, docker, network);
+  const common::Context ctx = common::Context::WithTimeout(absl::Seconds(5));
+  ASSERT_TRUE(service.Features(ctx).ok());
+  {
+    absl::MutexLock lock(&clock_mu);
+    now += absl::Seconds(11);
+  }
+  absl::Notification release, refreshing;
+  docker.on_info = [&](const common::Context&) {
+    refreshing.Notify();
+    release.WaitForNotification();
+  };
+  std::thread refresher([&] { EXPECT_TRUE(service.Features(ctx).ok()); });
+  refreshing.WaitForNotification();
+  EXPECT_TRUE(service.Features(common::Context::WithTimeout(absl::Milliseconds(200))).ok());
+  release.Notify();
+  refresher.join();
+  EXPECT_EQ(docker.CallCount("Info"), 2);
+}
+
 TEST_F(RuntimeInfoTest, AFailedInfoIsAskedAgainByTheNextCall) {
   docker_.FailOperation("Info", absl::UnavailableError("cannot connect to the Docker daemon"));
   EXPECT_EQ(service_.Features(ctx_).status().code(), absl::StatusCode::kUnavailable);
