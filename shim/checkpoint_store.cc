@@ -451,9 +451,12 @@ absl::StatusOr<SandboxCheckpoint> CheckpointStore::Read(const std::string& sandb
     std::lock_guard<std::mutex> lock(mu_);
     if (auto it = cache_.find(sandbox_id); it != cache_.end()) return it->second;
   }
+  // The file is read under the sandbox's lock alone: other sandboxes' cache lookups go on.
   std::lock_guard<std::mutex> sandbox(LockOf(sandbox_id));
-  std::lock_guard<std::mutex> lock(mu_);
-  if (auto it = cache_.find(sandbox_id); it != cache_.end()) return it->second;  // written meanwhile
+  {
+    std::lock_guard<std::mutex> lock(mu_);
+    if (auto it = cache_.find(sandbox_id); it != cache_.end()) return it->second;  // written meanwhile
+  }
   std::string path = PathOf(sandbox_id);
   absl::StatusOr<std::string> text = ReadWholeFile(path);
   if (!text.ok()) {
@@ -487,6 +490,7 @@ absl::StatusOr<SandboxCheckpoint> CheckpointStore::Read(const std::string& sandb
              << ", port_mappings=" << decoded->checkpoint.port_mappings.size()
              << "; its network will be torn down with the current CNI config";
   }
+  std::lock_guard<std::mutex> lock(mu_);
   cache_[sandbox_id] = decoded->checkpoint;
   return std::move(decoded->checkpoint);
 }

@@ -75,7 +75,7 @@ class CheckpointStore {
   // that pods started together share the file system's journal commits (fsync) instead
   // of queueing for them. Taken before mu_.
   std::array<std::mutex, 16> sandbox_locks_;
-  std::mutex mu_;  // cache_
+  std::mutex mu_;  // cache_, and the scans of the directory
   std::map<std::string, SandboxCheckpoint> cache_;
 };
 
