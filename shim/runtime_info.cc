@@ -23,24 +23,21 @@ constexpr absl::Duration kInfoCacheTtl = absl::Seconds(10);
 absl::StatusOr<std::shared_ptr<const dockerclient::SystemInfo>> CriService::CachedInfo(const common::Context& ctx) {
   const auto now = [this] { return options_.clock ? options_.clock() : absl::Now(); };
   absl::MutexLock lock(&info_mu_);
-  while (!info_ || now() - info_time_ >= kInfoCacheTtl) {
-    if (!info_fetching_) {
-      info_fetching_ = true;
-      info_mu_.Unlock();
-      absl::StatusOr<dockerclient::SystemInfo> fetched = docker_.Info(ctx);
-      info_mu_.Lock();
-      info_fetching_ = false;
-      info_fetched_.SignalAll();
-      if (!fetched.ok()) return fetched.status();
-      info_ = std::make_shared<const dockerclient::SystemInfo>(*std::move(fetched));
-      info_time_ = now();
-      break;
-    }
-    if (info_) break;
-    if (info_fetched_.WaitWithDeadline(&info_mu_, ctx.deadline) && info_fetching_) {
+  while (info_fetching_ && !info_) {  // the first answer is being asked: wait for it
+    if (info_fetched_.WaitWithDeadline(&info_mu_, ctx.deadline) && info_fetching_ && !info_) {
       return dockerclient::DeadlineError("GET /info");
     }
   }
+  if (info_ && (info_fetching_ || now() - info_time_ < kInfoCacheTtl)) return info_;
+  info_fetching_ = true;
+  info_mu_.Unlock();
+  absl::StatusOr<dockerclient::SystemInfo> fetched = docker_.Info(ctx);
+  info_mu_.Lock();
+  info_fetching_ = false;
+  info_fetched_.SignalAll();
+  if (!fetched.ok()) return fetched.status();
+  info_ = std::make_shared<const dockerclient::SystemInfo>(*std::move(fetched));
+  info_time_ = now();
   return info_;
 }
 
