@@ -357,9 +357,9 @@ TEST_F(ContainerIntegration, ContainersShareTheInfraContainersShimWhereTheEngine
   } else {  // Docker 20.10 cannot pass the annotation: a shim per container
     EXPECT_THAT(shims, Contains(p->container_id));
   }
-  auto ps = Exec(p->container_id, {"sh", "-c", "echo up"});
-  ASSERT_TRUE(ps.ok()) << ps.status();
-  EXPECT_EQ(ps->stdout(), "up\n");
+  auto echoed = Exec(p->container_id, {"sh", "-c", "echo up"});
+  ASSERT_TRUE(echoed.ok()) << echoed.status();
+  EXPECT_EQ(echoed->stdout(), "up\n");
 }
 
 TEST_F(ContainerIntegration, RemovePodSandboxRemovesItsContainers) {
