@@ -6,6 +6,7 @@
 #   scripts/vm.sh build                                 build the image (cached by its inputs)
 #   scripts/vm.sh run [--mount HOSTDIR:GUESTDIR]... -- COMMAND...
 #                                                       boot it, run COMMAND as root, power off
+#   scripts/vm.sh accel | mirror                        print the accelerator / Debian mirror it would use
 #
 # `run` shows COMMAND's output and exits with its exit code. The work tree is visible in
 # the guest at its host path (and so is the current directory, where COMMAND starts, if it
@@ -14,9 +15,20 @@
 # Nothing is left running: QEMU is killed when the command ends, on a timeout and on
 # Ctrl-C. Settings: VM_DIR (/var/tmp/dockershim-vm: images, per-run state), VM_MEMORY
 # (4G), VM_CPUS (all), VM_TIMEOUT (3600 s for the whole run, boot included), VM_BOOT_TIMEOUT
-# (300 s until the guest runs COMMAND).
-# Runs as root on Debian 12; needs qemu-system-x86, mmdebstrap, e2fsprogs and Debian's
-# archive (for the first build). Uses KVM when /dev/kvm exists, else TCG (no KVM needed).
+# (300 s until the guest runs COMMAND), VM_MIRROR (the Debian mirror the image is built
+# from; by default the one the host's apt uses for Debian, `scripts/vm.sh mirror` shows it),
+# VM_ACCEL (kvm, tcg or auto, the default: see below), VM_QEMU (qemu-system-x86_64),
+# VM_IMAGE (a directory with rootfs.img, vmlinuz, initrd.img to boot instead of the build).
+#
+# Acceleration: /dev/kvm can exist on a host where KVM cannot run a guest (nested
+# virtualization that stalls). With VM_ACCEL=auto, KVM is used only when a firmware-only
+# guest prints SeaBIOS's banner on its debug port within VM_KVM_PROBE_TIMEOUT (10 s), and
+# a KVM guest whose console stays empty for VM_KVM_CONSOLE_TIMEOUT (60 s; the kernel
+# prints within a second under KVM) is booted again under TCG. `scripts/vm.sh accel`
+# shows the choice. VM_ACCEL=kvm or tcg takes that one, without probe or fallback.
+#
+# Runs as root on Debian 12; needs qemu-system-x86, mmdebstrap, e2fsprogs and a Debian
+# archive (for the first build).
 set -euo pipefail
 export PATH="$PATH:/usr/local/sbin:/usr/sbin:/sbin"
 
@@ -26,8 +38,13 @@ VM_MEMORY=${VM_MEMORY:-4G}
 VM_CPUS=${VM_CPUS:-$(nproc)}
 VM_TIMEOUT=${VM_TIMEOUT:-3600}
 VM_BOOT_TIMEOUT=${VM_BOOT_TIMEOUT:-300}
+VM_ACCEL=${VM_ACCEL:-auto}
+VM_QEMU=${VM_QEMU:-qemu-system-x86_64}
+VM_KVM_PROBE_TIMEOUT=${VM_KVM_PROBE_TIMEOUT:-10}
+VM_KVM_CONSOLE_TIMEOUT=${VM_KVM_CONSOLE_TIMEOUT:-60}
+VM_APT_DIR=${VM_APT_DIR:-/etc/apt}  # whose sources name the default mirror (tests point it elsewhere)
 SUITE=bookworm
-MIRROR=${VM_MIRROR:-http://deb.debian.org/debian}
+DEFAULT_MIRROR=http://deb.debian.org/debian
 IMAGE_SIZE=12G
 
 # What a node has, what the test environment needs in the guest (registries, htpasswd),
@@ -137,6 +154,45 @@ customize_early() { # rootdir
   printf '%s\n' virtio_pci virtio_blk ext4 >"$r/usr/share/initramfs-tools/modules.d/vm"
 }
 
+# ---- the mirror ---------------------------------------------------------------------------------
+# The first of the host's apt sources that serves Debian's $SUITE with main (one-line
+# .list entries and deb822 .sources stanzas), so that a host behind its own mirror builds
+# the image from it; Debian's own when none does.
+host_mirror() {
+  local f uri
+  shopt -s nullglob
+  for f in "$VM_APT_DIR/sources.list" "$VM_APT_DIR"/sources.list.d/*.list; do
+    [[ -f $f ]] || continue
+    uri=$(awk -v suite="$SUITE" '
+      { sub(/#.*/, "") }
+      $1 == "deb" {
+        i = 2
+        if ($i ~ /^\[/) { while (i <= NF && $i !~ /\]$/) i++; i++ }
+        if ($(i + 1) != suite) next
+        for (j = i + 2; j <= NF; j++) if ($j == "main") { print $i; exit }
+      }' "$f")
+    [[ -n $uri ]] && { echo "${uri%/}"; return; }
+  done
+  for f in "$VM_APT_DIR"/sources.list.d/*.sources; do
+    uri=$(awk -v suite="$SUITE" '
+      function check() {
+        if (types ~ /(^| )deb( |$)/ && (" " suites " ") ~ (" " suite " ") && (" " comps " ") ~ / main / && enabled != "no" && uris != "") {
+          split(uris, u, " "); print u[1]; found = 1; exit
+        }
+        types = suites = comps = uris = enabled = ""
+      }
+      { sub(/#.*/, "") }
+      /^[ \t]*$/ { check(); next }
+      { key = tolower($1); sub(/:$/, "", key); $1 = ""; sub(/^ +/, "") }
+      key == "types" { types = $0 } key == "uris" { uris = $0 } key == "suites" { suites = $0 }
+      key == "components" { comps = $0 } key == "enabled" { enabled = tolower($0) }
+      END { if (!found) check() }' "$f")
+    [[ -n $uri ]] && { echo "${uri%/}"; return; }
+  done
+  echo "$DEFAULT_MIRROR"
+}
+MIRROR=${VM_MIRROR:-$(host_mirror)}
+
 # ---- the image --------------------------------------------------------------------------------
 # Its inputs: the suite, the packages and what customize() puts in (so that an edit of
 # the rest of this script does not rebuild it).
@@ -197,9 +253,9 @@ run() {
     esac
   done
   (($#)) || die "usage: $0 run [--mount HOSTDIR:GUESTDIR]... -- COMMAND..."
-  need qemu-system-x86_64 qemu-system-x86
-  local image
-  image=$(build)
+  need "$VM_QEMU" qemu-system-x86
+  local image=${VM_IMAGE:-}
+  [[ -n $image ]] || image=$(build)
 
   local ctl
   mkdir -p "$VM_DIR/runs"
@@ -231,18 +287,9 @@ run() {
   guest_cwd "${shares[@]}" <<<"$PWD" >"$ctl/cwd"
   : >"$ctl/output"
 
-  local accel=tcg cpu=max
-  if [[ -w /dev/kvm ]]; then accel=kvm; cpu=host; fi
-  log "booting ($accel, $VM_CPUS CPUs, $VM_MEMORY; console: $ctl/console.log)"
-  local start=$SECONDS
-  qemu-system-x86_64 -accel "$accel" -machine q35 -cpu "$cpu" -smp "$VM_CPUS" -m "$VM_MEMORY" \
-    -kernel "$image/vmlinuz" -initrd "$image/initrd.img" \
-    -append "root=/dev/vda rw console=ttyS0 apparmor=0 psi=1 systemd.unified_cgroup_hierarchy=1 panic=-1" \
-    -drive "file=$image/rootfs.img,format=raw,if=virtio,snapshot=on" \
-    "${virtfs[@]}" -nic none -display none -monitor none -serial "file:$ctl/console.log" \
-    -no-reboot >"$ctl/qemu.log" 2>&1 &
-  qemu_pid=$!
-  echo "$qemu_pid" >"$ctl/qemu.pid"
+  local accel start=$SECONDS
+  accel=$(choose_accel)
+  boot "$accel"
 
   # Show the output as it comes; watch the bounds.
   tail -n +1 -F "$ctl/output" 2>/dev/null &
@@ -250,6 +297,14 @@ run() {
   local booted=0
   while kill -0 "$qemu_pid" 2>/dev/null; do
     if ((!booted)) && [[ -s $ctl/output ]]; then booted=1; fi
+    if [[ $accel == kvm && $VM_ACCEL == auto && ! -s $ctl/console.log ]] &&
+        ((SECONDS - start > VM_KVM_CONSOLE_TIMEOUT)); then
+      log "the KVM guest printed nothing in ${VM_KVM_CONSOLE_TIMEOUT}s (VM_KVM_CONSOLE_TIMEOUT): KVM cannot run it here; booting again under TCG"
+      stop_qemu "$qemu_pid"
+      accel=tcg start=$SECONDS
+      boot tcg
+      continue
+    fi
     if ((!booted && SECONDS - start > VM_BOOT_TIMEOUT)); then
       fail_run "$ctl" "the guest did not start the command within ${VM_BOOT_TIMEOUT}s (VM_BOOT_TIMEOUT)"
     fi
@@ -272,6 +327,62 @@ run() {
   rc=$(cat "$ctl/exit-code")
   log "exit code $rc after $((SECONDS - start)) s"
   exit "$rc"
+}
+
+# Boots the image under accelerator $1 in the background; sets qemu_pid. Uses run()'s
+# locals (image, ctl, virtfs).
+boot() { # accel
+  local cpu=max
+  [[ $1 == kvm ]] && cpu=host
+  log "booting ($1, $VM_CPUS CPUs, $VM_MEMORY; console: $ctl/console.log)"
+  : >"$ctl/console.log"
+  "$VM_QEMU" -accel "$1" -machine q35 -cpu "$cpu" -smp "$VM_CPUS" -m "$VM_MEMORY" \
+    -kernel "$image/vmlinuz" -initrd "$image/initrd.img" \
+    -append "root=/dev/vda rw console=ttyS0 apparmor=0 psi=1 systemd.unified_cgroup_hierarchy=1 panic=-1" \
+    -drive "file=$image/rootfs.img,format=raw,if=virtio,snapshot=on" \
+    "${virtfs[@]}" -nic none -display none -monitor none -serial "file:$ctl/console.log" \
+    -no-reboot >"$ctl/qemu.log" 2>&1 &
+  qemu_pid=$!
+  echo "$qemu_pid" >"$ctl/qemu.pid"
+}
+
+stop_qemu() { # pid
+  kill "$1" 2>/dev/null || true
+  sleep 0.5
+  kill -9 "$1" 2>/dev/null || true
+  wait "$1" 2>/dev/null || true
+}
+
+choose_accel() {
+  case $VM_ACCEL in
+    kvm | tcg) echo "$VM_ACCEL" ;;
+    auto) if kvm_runs_a_guest; then echo kvm; else echo tcg; fi ;;
+    *) die "VM_ACCEL=$VM_ACCEL: kvm, tcg or auto" ;;
+  esac
+}
+
+# Whether KVM runs a guest here: a firmware-only guest (no disk, no kernel) prints
+# SeaBIOS's banner on its debug port at once when it does.
+kvm_runs_a_guest() {
+  local dir pid i ok=1
+  dir=$(mktemp -d)
+  "$VM_QEMU" -accel kvm -machine q35 -cpu host -m 64M -display none -monitor none -serial none \
+    -nic none -no-reboot -chardev "file,id=dbg,path=$dir/debugcon" -device isa-debugcon,iobase=0x402,chardev=dbg \
+    >"$dir/qemu.log" 2>&1 &
+  pid=$!
+  for ((i = 0; i < VM_KVM_PROBE_TIMEOUT * 10; i++)); do
+    if grep -qs SeaBIOS "$dir/debugcon"; then ok=0; break; fi
+    kill -0 "$pid" 2>/dev/null || break
+    sleep 0.1
+  done
+  stop_qemu "$pid" >/dev/null 2>&1
+  if ((ok)); then
+    local why
+    why=$(tail -n 1 "$dir/qemu.log" 2>/dev/null)
+    log "KVM cannot run a guest here (no firmware output within ${VM_KVM_PROBE_TIMEOUT}s${why:+: $why}): using TCG"
+  fi
+  rm -rf "$dir"
+  return $ok
 }
 
 # Where the current directory is in the guest: the same path when a share holds it.
@@ -298,11 +409,7 @@ fail_run() { # ctl message
 cleanup_run() { # ctl
   local pid
   pid=$(cat "$1/qemu.pid" 2>/dev/null || true)
-  if [[ -n $pid ]] && kill -0 "$pid" 2>/dev/null; then
-    kill "$pid" 2>/dev/null || true
-    sleep 0.5
-    kill -9 "$pid" 2>/dev/null || true
-  fi
+  if [[ -n $pid ]] && kill -0 "$pid" 2>/dev/null; then stop_qemu "$pid"; fi
   jobs -p | xargs -r kill 2>/dev/null || true
   rm -rf "$1"
 }
@@ -315,5 +422,7 @@ case $cmd in
   customize) customize "${1:?rootdir}" ;; # mmdebstrap's hooks
   customize-early) customize_early "${1:?rootdir}" ;;
   run) run "$@" ;;
-  *) die "usage: $0 build | run [--mount HOSTDIR:GUESTDIR]... -- COMMAND..." ;;
+  accel) choose_accel ;;
+  mirror) echo "$MIRROR" ;;
+  *) die "usage: $0 build | run [--mount HOSTDIR:GUESTDIR]... -- COMMAND... | accel | mirror" ;;
 esac
