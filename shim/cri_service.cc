@@ -16,7 +16,7 @@ CriService::CriService(Options options, dockerclient::DockerClient& docker, netw
     : options_(std::move(options)),
       docker_(docker),
       network_(network),
-      checkpoints_(options_.root_directory),
+      checkpoints_(options_.root_directory, options_.cri_dockerd_root_directory),
       oom_(options_.oom_score_adj_floor),
       host_capabilities_(ReadHostCapabilities(options_.proc_root)),
       stats_(std::make_unique<StatsSampler>(docker, SamplerOptions{options_.proc_root, options_.cgroup_prefix,

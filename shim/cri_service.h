@@ -65,6 +65,9 @@ struct Options {
   std::string docker_endpoint = "unix:///var/run/docker.sock";
   std::string pod_infra_image = "registry.k8s.io/pause:3.10";
   std::string root_directory = "/var/lib/dockershim";
+  // cri-dockerd's state directory, read only: its checkpoints of pods it started are
+  // imported (checkpoint_store.h). Empty: none (main.cc passes /var/lib/cri-dockerd).
+  std::string cri_dockerd_root_directory;
   std::string network_plugin = "cni";
   absl::Duration image_pull_progress_deadline = absl::Minutes(1);
   // Base directory for seccomp "localhost/" profiles given as relative paths.
