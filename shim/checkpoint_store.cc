@@ -6,26 +6,28 @@
 // object keys sorted, so it is the same whichever program re-serializes the data.
 //
 // cri-dockerd checkpoints ({"version":"v1","name":..,"namespace":..,
-// "data":{"port_mappings":[..],"host_network":bool},"checksum":<uint>}) may live in
-// the same directory when a node switches from cri-dockerd (both use
-// <root>/sandbox/<id>). Their checksum is FNV-32a over a go-spew dump of Go
-// structures, which cannot be reproduced reliably here, so it is not verified;
-// the JSON shape is. Such a file is imported read-only: its port mappings and
-// host_network are used, network_plugin is "cni" and network_name is empty (tear
-// down with the current CNI config). The file is left untouched, so switching back
-// to cri-dockerd keeps working, until this store writes or removes that sandbox.
+// "data":{"port_mappings":[..],"host_network":bool},"checksum":<uint>}) live in
+// <cri-dockerd root>/sandbox/<id>, or in ours when both roots are one directory. Their
+// checksum is FNV-32a over a go-spew dump of Go structures, which cannot be reproduced
+// reliably here, so it is not verified; the JSON shape is. Such a file is imported
+// read-only: its port mappings and host_network are used, network_plugin is "cni" and
+// network_name is empty (until adoption finds the network in the CNI cache). It is
+// left untouched, so switching back to cri-dockerd keeps working: in cri-dockerd's
+// directory until RemovePodSandbox, in a shared one until this store writes that
+// sandbox. An unusable file in cri-dockerd's directory is logged once and left there.
 #include <dirent.h>
 #include <fcntl.h>
 #include <sys/stat.h>
 #include <unistd.h>
 #include <zlib.h>
 
-#include <algorithm>
+#include <set>
 #include <cerrno>
 #include <climits>
 #include <cstdint>
 #include <cstdio>
 #include <cstring>
+#include <filesystem>
 #include <functional>
 #include <utility>
 
@@ -114,6 +116,7 @@ json ToJson(const SandboxCheckpoint& c) {
   if (c.pending) data["pending"] = true;  // only when set, like pod_resources
   // Only when set: an older checkpoint re-encoded keeps its checksum.
   if (!c.pod_resources.is_null()) data["pod_resources"] = c.pod_resources;
+  if (!c.adopted_from.empty()) data["adopted_from"] = c.adopted_from;
   return data;
 }
 
@@ -203,6 +206,7 @@ absl::StatusOr<SandboxCheckpoint> FromJson(const json& data) {
     if (!it->is_object()) return absl::InvalidArgumentError("field \"pod_resources\" is not an object");
     c.pod_resources = *it;
   }
+  RETURN_IF_ERROR(GetString(data, "adopted_from", &c.adopted_from));
   return c;
 }
 
@@ -221,6 +225,11 @@ bool LooksLikeCriDockerd(const json& doc) {
          checksum != doc.end() && checksum->is_number_integer();
 }
 
+bool IsCriDockerdShaped(const std::string& text) {
+  absl::StatusOr<json> doc = ParseJson(text);
+  return doc.ok() && LooksLikeCriDockerd(*doc);
+}
+
 absl::StatusOr<SandboxCheckpoint> ImportCriDockerd(const json& doc, const std::string& sandbox_id) {
   SandboxCheckpoint c;
   c.sandbox_id = sandbox_id;
@@ -236,6 +245,7 @@ absl::StatusOr<SandboxCheckpoint> ImportCriDockerd(const json& doc, const std::s
   }
   c.network_plugin = "cni";
   c.network_name.clear();  // tear down with whatever CNI config is current
+  c.adopted_from = kAdoptedFromCriDockerd;
   return c;
 }
 
@@ -355,6 +365,31 @@ absl::Status MakeDirectory(const std::string& path) {
   return ErrnoStatus(err, "mkdir", path);
 }
 
+// "/a/b/" and "/a//b" are "/a/b".
+std::string Normalized(const std::string& path) {
+  std::string normal = std::filesystem::path(path).lexically_normal().string();
+  while (normal.size() > 1 && normal.back() == '/') normal.pop_back();
+  return normal;
+}
+
+bool SameDirectory(const std::string& a, const std::string& b) {
+  if (Normalized(a) == Normalized(b)) return true;
+  struct stat sa, sb;
+  return ::stat(a.c_str(), &sa) == 0 && ::stat(b.c_str(), &sb) == 0 && sa.st_dev == sb.st_dev && sa.st_ino == sb.st_ino;
+}
+
+void LogImported(const std::string& sandbox_id, const Decoded& decoded, const std::string& path) {
+  const SandboxCheckpoint& c = decoded.checkpoint;
+  if (!decoded.from_cri_dockerd) {
+    LOG_INFO << "checkpoint for sandbox " << sandbox_id << " (" << c.namespace_ << "/" << c.name << ") read from "
+             << path << ", left as it is";
+    return;
+  }
+  LOG_INFO << "checkpoint for sandbox " << sandbox_id << " (" << c.namespace_ << "/" << c.name
+           << ") imported from cri-dockerd's " << path << ", left as it is: host_network="
+           << (c.host_network ? "true" : "false") << ", port_mappings=" << c.port_mappings.size();
+}
+
 }  // namespace
 
 std::string EncodeCheckpoint(const SandboxCheckpoint& checkpoint) {
@@ -394,15 +429,41 @@ absl::StatusOr<SandboxCheckpoint> DecodeCheckpoint(const std::string& text) {
   return decoded;
 }
 
-CheckpointStore::CheckpointStore(std::string root_directory)
-    : dir_(absl::StrCat(root_directory, root_directory.empty() || root_directory.back() == '/' ? "" : "/",
-                        kSandboxDir)) {}
+namespace {
+std::string SandboxDirectoryOf(const std::string& root) {
+  return absl::StrCat(root, root.empty() || root.back() == '/' ? "" : "/", kSandboxDir);
+}
+}  // namespace
+
+CheckpointStore::CheckpointStore(std::string root_directory, std::string cri_dockerd_root_directory)
+    : dir_(SandboxDirectoryOf(root_directory)) {
+  if (cri_dockerd_root_directory.empty()) return;
+  cri_dockerd_dir_ = SandboxDirectoryOf(cri_dockerd_root_directory);
+  if (Normalized(cri_dockerd_dir_) == Normalized(dir_)) {
+    shared_with_cri_dockerd_ = true;
+    cri_dockerd_dir_.clear();
+  }
+}
 
 std::string CheckpointStore::PathOf(const std::string& sandbox_id) const { return absl::StrCat(dir_, "/", sandbox_id); }
+
+std::string CheckpointStore::CriDockerdPathOf(const std::string& sandbox_id) const {
+  return absl::StrCat(cri_dockerd_dir_, "/", sandbox_id);
+}
 
 absl::Status CheckpointStore::Init() {
   std::lock_guard<std::mutex> lock(mu_);
   RETURN_IF_ERROR(MakeDirectory(dir_));
+  if (!cri_dockerd_dir_.empty() && SameDirectory(dir_, cri_dockerd_dir_)) {
+    shared_with_cri_dockerd_ = true;
+    cri_dockerd_dir_.clear();
+  }
+  // The setup documented before the two directories were told apart.
+  if (shared_with_cri_dockerd_) {
+    LOG_WARN << "--root-directory and --cri-dockerd-root-directory name one directory: checkpoints in " << dir_
+             << " are shared with cri-dockerd, and pods adopted from cri-dockerd keep their IPs in memory only. "
+             << "Separate directories are recommended (docs/migrating-from-cri-dockerd.md)";
+  }
   // Temp files of writes interrupted by a crash; the rename never happened, so
   // the previous checkpoint (if any) is intact.
   if (DIR* d = ::opendir(dir_.c_str())) {
@@ -436,7 +497,8 @@ absl::Status CheckpointStore::Write(const SandboxCheckpoint& checkpoint) {
       return absl::Status(status.code(), absl::StrCat("write checkpoint: ", status.message()));
     }
     std::lock_guard<std::mutex> lock(mu_);
-    cache_[checkpoint.sandbox_id] = checkpoint;
+    cache_[checkpoint.sandbox_id] = Cached{checkpoint, false};
+    unusable_cri_dockerd_.erase(path);  // replaced
   }
   // The rename is durable only once the directory entry is.
   if (absl::Status s = SyncDirectory(dir_); !s.ok()) {
@@ -445,19 +507,48 @@ absl::Status CheckpointStore::Write(const SandboxCheckpoint& checkpoint) {
   return absl::OkStatus();
 }
 
+absl::StatusOr<bool> CheckpointStore::Adopt(const SandboxCheckpoint& checkpoint) {
+  RETURN_IF_ERROR(ValidateId(checkpoint.sandbox_id));
+  {
+    std::lock_guard<std::mutex> sandbox(LockOf(checkpoint.sandbox_id));
+    std::lock_guard<std::mutex> lock(mu_);
+    if (auto it = cache_.find(checkpoint.sandbox_id); it != cache_.end() && it->second.cri_dockerd_file_here) {
+      it->second.checkpoint = checkpoint;
+      return false;
+    }
+  }
+  if (absl::Status written = Write(checkpoint); !written.ok()) {
+    std::lock_guard<std::mutex> sandbox(LockOf(checkpoint.sandbox_id));
+    std::lock_guard<std::mutex> lock(mu_);
+    cache_[checkpoint.sandbox_id] = Cached{checkpoint, false};
+    return written;
+  }
+  return true;
+}
+
 absl::StatusOr<SandboxCheckpoint> CheckpointStore::Read(const std::string& sandbox_id) {
   RETURN_IF_ERROR(ValidateId(sandbox_id));
   {
     std::lock_guard<std::mutex> lock(mu_);
-    if (auto it = cache_.find(sandbox_id); it != cache_.end()) return it->second;
+    if (auto it = cache_.find(sandbox_id); it != cache_.end()) return it->second.checkpoint;
   }
-  // The file is read under the sandbox's lock alone: other sandboxes' cache lookups go on.
+  // The files are read under the sandbox's lock alone: other sandboxes' cache lookups go on.
   std::lock_guard<std::mutex> sandbox(LockOf(sandbox_id));
   {
     std::lock_guard<std::mutex> lock(mu_);
-    if (auto it = cache_.find(sandbox_id); it != cache_.end()) return it->second;  // written meanwhile
+    if (auto it = cache_.find(sandbox_id); it != cache_.end()) return it->second.checkpoint;  // written meanwhile
   }
+  absl::StatusOr<SandboxCheckpoint> ours = ReadOwn(sandbox_id);
+  if (!absl::IsNotFound(ours.status()) || cri_dockerd_dir_.empty()) return ours;
+  absl::StatusOr<std::optional<SandboxCheckpoint>> theirs = ReadCriDockerd(sandbox_id);
+  if (!theirs.ok()) return theirs.status();
+  if (theirs->has_value()) return std::move(**theirs);
+  return ours;
+}
+
+absl::StatusOr<SandboxCheckpoint> CheckpointStore::ReadOwn(const std::string& sandbox_id) {
   std::string path = PathOf(sandbox_id);
+  RETURN_IF_ERROR(NotKnownUnusable(path));
   absl::StatusOr<std::string> text = ReadWholeFile(path);
   if (!text.ok()) {
     if (absl::IsNotFound(text.status())) {
@@ -469,6 +560,10 @@ absl::StatusOr<SandboxCheckpoint> CheckpointStore::Read(const std::string& sandb
   }
   absl::StatusOr<Decoded> decoded =
       text.ok() ? DecodeFile(*text, sandbox_id) : absl::StatusOr<Decoded>(text.status());
+  if (!decoded.ok() && text.ok() && IsCriDockerdShaped(*text)) {
+    // A shared directory: cri-dockerd's own file, which must stay where cri-dockerd looks.
+    return IgnoreUnusable(sandbox_id, path, decoded.status());
+  }
   if (!decoded.ok()) {
     std::string aside = absl::StrCat(path, kCorruptSuffix);
     if (::rename(path.c_str(), aside.c_str()) == 0) {
@@ -483,61 +578,105 @@ absl::StatusOr<SandboxCheckpoint> CheckpointStore::Read(const std::string& sandb
     return absl::NotFoundError(
         absl::StrCat("no usable checkpoint for sandbox ", sandbox_id, ": ", decoded.status().message()));
   }
-  if (decoded->from_cri_dockerd) {
-    LOG_INFO << "checkpoint for sandbox " << sandbox_id << " (" << decoded->checkpoint.namespace_ << "/"
-             << decoded->checkpoint.name << ") imported from cri-dockerd: host_network="
-             << (decoded->checkpoint.host_network ? "true" : "false")
-             << ", port_mappings=" << decoded->checkpoint.port_mappings.size()
-             << "; its network will be torn down with the current CNI config";
-  }
+  if (decoded->from_cri_dockerd) LogImported(sandbox_id, *decoded, path);
   std::lock_guard<std::mutex> lock(mu_);
-  cache_[sandbox_id] = decoded->checkpoint;
+  cache_[sandbox_id] = Cached{decoded->checkpoint, decoded->from_cri_dockerd};
   return std::move(decoded->checkpoint);
+}
+
+absl::StatusOr<std::optional<SandboxCheckpoint>> CheckpointStore::ReadCriDockerd(const std::string& sandbox_id) {
+  const std::string path = CriDockerdPathOf(sandbox_id);
+  RETURN_IF_ERROR(NotKnownUnusable(path));
+  absl::StatusOr<std::string> text = ReadWholeFile(path);
+  if (absl::IsNotFound(text.status())) return std::nullopt;
+  // I/O errors are reported, and the file read again next time.
+  if (!text.ok() && !absl::IsFailedPrecondition(text.status())) return text.status();
+  absl::StatusOr<Decoded> decoded =
+      text.ok() ? DecodeFile(*text, sandbox_id) : absl::StatusOr<Decoded>(text.status());
+  if (!decoded.ok()) return IgnoreUnusable(sandbox_id, path, decoded.status());
+  LogImported(sandbox_id, *decoded, path);
+  std::lock_guard<std::mutex> lock(mu_);
+  cache_[sandbox_id] = Cached{decoded->checkpoint, false};
+  return std::move(decoded->checkpoint);
+}
+
+absl::Status CheckpointStore::NotKnownUnusable(const std::string& path) {
+  std::lock_guard<std::mutex> lock(mu_);
+  if (unusable_cri_dockerd_.count(path) == 0) return absl::OkStatus();
+  return absl::NotFoundError(absl::StrCat("cri-dockerd's checkpoint ", path, " is unusable (logged before)"));
+}
+
+absl::Status CheckpointStore::IgnoreUnusable(const std::string& sandbox_id, const std::string& path,
+                                             const absl::Status& why) {
+  LOG_WARN << "cri-dockerd's checkpoint " << path << " of sandbox " << sandbox_id << " is unusable (" << why.message()
+           << "); ignored, and left where it is";
+  std::lock_guard<std::mutex> lock(mu_);
+  unusable_cri_dockerd_.insert(path);
+  return absl::NotFoundError(absl::StrCat("cri-dockerd's checkpoint ", path, " is unusable: ", why.message()));
 }
 
 absl::Status CheckpointStore::Remove(const std::string& sandbox_id) {
   RETURN_IF_ERROR(ValidateId(sandbox_id));
-  std::string path = PathOf(sandbox_id);
+  bool removed_theirs = false;
   {
     std::lock_guard<std::mutex> sandbox(LockOf(sandbox_id));
     {
       std::lock_guard<std::mutex> lock(mu_);
       cache_.erase(sandbox_id);
+      unusable_cri_dockerd_.erase(PathOf(sandbox_id));
+      if (!cri_dockerd_dir_.empty()) unusable_cri_dockerd_.erase(CriDockerdPathOf(sandbox_id));
     }
-    if (::unlink(path.c_str()) != 0) {
-      if (errno == ENOENT) return absl::OkStatus();
-      return ErrnoStatus(errno, "remove checkpoint", path);
+    const std::string path = PathOf(sandbox_id);
+    if (::unlink(path.c_str()) != 0 && errno != ENOENT) return ErrnoStatus(errno, "remove checkpoint", path);
+    if (!cri_dockerd_dir_.empty()) {
+      // The pod is gone: cri-dockerd would only list it NOTREADY after a switch back.
+      const std::string theirs = CriDockerdPathOf(sandbox_id);
+      if (::unlink(theirs.c_str()) == 0) {
+        removed_theirs = true;
+        LOG_INFO << "removed cri-dockerd's checkpoint " << theirs << " with its pod sandbox";
+      } else if (errno != ENOENT) {
+        return ErrnoStatus(errno, "remove cri-dockerd's checkpoint", theirs);
+      }
     }
   }
   if (absl::Status s = SyncDirectory(dir_); !s.ok()) LOG_WARN << "checkpoint: " << s.message();
+  if (removed_theirs) {
+    if (absl::Status s = SyncDirectory(cri_dockerd_dir_); !s.ok()) LOG_WARN << "checkpoint: " << s.message();
+  }
   return absl::OkStatus();
 }
 
+std::vector<std::string> CheckpointStore::Candidates(const std::string& dir) {
+  std::vector<std::string> names;
+  std::lock_guard<std::mutex> lock(mu_);
+  DIR* d = ::opendir(dir.c_str());
+  if (d == nullptr) {
+    if (errno != ENOENT) LOG_WARN << "checkpoint: cannot list " << dir << ": " << std::strerror(errno);
+    return names;
+  }
+  while (struct dirent* entry = ::readdir(d)) {
+    std::string name = entry->d_name;
+    // Skips ".", "..", cri-dockerd's ".<random>" temp files, ours (*.tmp) and
+    // files set aside (*.corrupt).
+    if (!ValidateId(name).ok()) continue;
+    if (entry->d_type != DT_REG && entry->d_type != DT_UNKNOWN && entry->d_type != DT_LNK) continue;
+    names.push_back(std::move(name));
+  }
+  ::closedir(d);
+  return names;
+}
+
 std::vector<std::string> CheckpointStore::List() {
-  std::vector<std::string> candidates;
-  {
-    std::lock_guard<std::mutex> lock(mu_);
-    DIR* d = ::opendir(dir_.c_str());
-    if (d == nullptr) {
-      if (errno != ENOENT) LOG_WARN << "checkpoint: cannot list " << dir_ << ": " << std::strerror(errno);
-      return {};
-    }
-    while (struct dirent* entry = ::readdir(d)) {
-      std::string name = entry->d_name;
-      // Skips ".", "..", cri-dockerd's ".<random>" temp files, ours (*.tmp) and
-      // files set aside (*.corrupt).
-      if (!ValidateId(name).ok()) continue;
-      if (entry->d_type != DT_REG && entry->d_type != DT_UNKNOWN && entry->d_type != DT_LNK) continue;
-      candidates.push_back(std::move(name));
-    }
-    ::closedir(d);
+  std::set<std::string> candidates;
+  for (std::string& name : Candidates(dir_)) candidates.insert(std::move(name));
+  if (!cri_dockerd_dir_.empty()) {
+    for (std::string& name : Candidates(cri_dockerd_dir_)) candidates.insert(std::move(name));
   }
-  // Only IDs that decode: a corrupt file is set aside here, on first sight.
+  // Only IDs that decode: a corrupt file of ours is set aside here, on first sight.
   std::vector<std::string> ids;
-  for (auto& id : candidates) {
-    if (Read(id).ok()) ids.push_back(std::move(id));
+  for (const std::string& id : candidates) {
+    if (Read(id).ok()) ids.push_back(id);
   }
-  std::sort(ids.begin(), ids.end());
   return ids;
 }
 

@@ -2,13 +2,19 @@
 // Per-sandbox state that Docker cannot hold, kept under <root>/sandbox/<id> so a
 // restarted shim can still report pod IPs and tear down networks. Files are
 // written atomically (temp + fsync + rename + fsync dir) and carry a checksum; a
-// corrupt or unknown file is logged and moved aside (<id>.corrupt), never fatal;
-// a checkpoint written by cri-dockerd is imported (its port mappings and host
-// network flag) and left in place.
+// corrupt or unknown file is logged and moved aside (<id>.corrupt), never fatal.
+//
+// cri-dockerd's checkpoints (<cri-dockerd root>/sandbox/<id>) are read, never written:
+// a sandbox with no checkpoint of ours is imported from there (its port mappings and
+// host network flag), so a node can switch from cri-dockerd and back. When both roots
+// are one directory (how nodes were set up before the two were told apart), a
+// cri-dockerd file there is imported the same way and left as it is until this store
+// writes that sandbox.
 #include <array>
 #include <map>
 #include <mutex>
 #include <optional>
+#include <set>
 #include <string>
 #include <vector>
 
@@ -40,22 +46,36 @@ struct SandboxCheckpoint {
   // {"overhead": {...}, "resources": {...}}, each CRI LinuxContainerResources in its
   // JSON form; null until then (and in checkpoints written before the field existed).
   nlohmann::json pod_resources;
+  // Set when this shim did not create the pod but took it over from the runtime that
+  // did (sandbox_adoption.cc): "cri-dockerd" (imported from its checkpoint), or
+  // "infra-container-labels" (no checkpoint anywhere: rebuilt from the labels). Empty
+  // for the pods this shim created.
+  std::string adopted_from;
 
   bool operator==(const SandboxCheckpoint&) const = default;
 };
 
+inline constexpr char kAdoptedFromCriDockerd[] = "cri-dockerd";
+inline constexpr char kAdoptedFromLabels[] = "infra-container-labels";
+
 class CheckpointStore {
  public:
-  explicit CheckpointStore(std::string root_directory);
+  // `cri_dockerd_root_directory`: cri-dockerd's state directory; empty when there is none.
+  explicit CheckpointStore(std::string root_directory, std::string cri_dockerd_root_directory = "");
 
-  // Creates <root>/sandbox if needed.
+  // Creates <root>/sandbox if needed. Logs once when cri-dockerd's directory is ours.
   absl::Status Init();
   absl::Status Write(const SandboxCheckpoint& checkpoint);
-  // NOT_FOUND when absent or set aside as corrupt. Served from memory after the first read.
+  // Ours, else cri-dockerd's (imported). NOT_FOUND when neither is there or usable.
+  // Served from memory after the first read.
   absl::StatusOr<SandboxCheckpoint> Read(const std::string& sandbox_id);
-  // Idempotent.
+  // Records what adoption learnt of a pod: written as our checkpoint (true), or, where
+  // the file in our directory is cri-dockerd's own, kept in memory only (false) so that
+  // cri-dockerd can read its file again. Kept in memory also when the write fails.
+  absl::StatusOr<bool> Adopt(const SandboxCheckpoint& checkpoint);
+  // Ours and cri-dockerd's file of the sandbox. Idempotent.
   absl::Status Remove(const std::string& sandbox_id);
-  // IDs of every readable checkpoint on disk.
+  // IDs of every readable checkpoint on disk, ours and cri-dockerd's.
   std::vector<std::string> List();
   // Deletes the files set aside as corrupt more than `age` ago; returns their paths.
   std::vector<std::string> RemoveCorruptOlderThan(absl::Duration age);
@@ -66,17 +86,41 @@ class CheckpointStore {
   std::string Directory() const { return dir_; }
 
  private:
-  std::string PathOf(const std::string& sandbox_id) const;
-  std::mutex& LockOf(const std::string& sandbox_id);
+  struct Cached {
+    SandboxCheckpoint checkpoint;
+    bool cri_dockerd_file_here = false;  // our directory's file is in cri-dockerd's format
+  };
 
-  std::string dir_;
+  std::string PathOf(const std::string& sandbox_id) const;
+  std::string CriDockerdPathOf(const std::string& sandbox_id) const;
+  std::mutex& LockOf(const std::string& sandbox_id);
+  // First reads, under the sandbox's lock. Ours: a corrupt file is set aside.
+  absl::StatusOr<SandboxCheckpoint> ReadOwn(const std::string& sandbox_id);
+  // cri-dockerd's: imported, nullopt when there is none, or why it is unusable (logged
+  // once; the file stays where it is).
+  absl::StatusOr<std::optional<SandboxCheckpoint>> ReadCriDockerd(const std::string& sandbox_id);
+  // NOT_FOUND for a cri-dockerd file found unusable before.
+  absl::Status NotKnownUnusable(const std::string& path);
+  // Logs why cri-dockerd's file at `path` cannot be imported and remembers it; it is
+  // cri-dockerd's, so it stays where it is. Returns NOT_FOUND.
+  absl::Status IgnoreUnusable(const std::string& sandbox_id, const std::string& path, const absl::Status& why);
+  // The names in `dir` that may be checkpoints.
+  std::vector<std::string> Candidates(const std::string& dir);
+
+  const std::string dir_;
+  // cri-dockerd's <root>/sandbox; empty when it has none or it is dir_.
+  std::string cri_dockerd_dir_;
+  bool shared_with_cri_dockerd_ = false;  // cri-dockerd's directory is dir_
   // Writes, removals and first reads of one sandbox's file are serialized (its temp
   // file; its renames, and the cache, in one order); other sandboxes' go on at once, so
   // that pods started together share the file system's journal commits (fsync) instead
   // of queueing for them. Taken before mu_.
   std::array<std::mutex, 16> sandbox_locks_;
-  std::mutex mu_;  // cache_, and the scans of the directory
-  std::map<std::string, SandboxCheckpoint> cache_;
+  std::mutex mu_;  // cache_, unusable_cri_dockerd_, and the scans of the directories
+  std::map<std::string, Cached> cache_;
+  // Paths of cri-dockerd's files that could not be imported: not read again (they are
+  // not set aside as ours are).
+  std::set<std::string> unusable_cri_dockerd_;
 };
 
 // Serialization, exposed for tests: JSON {"version":"dockershim/v1","data":{...},"checksum":"crc32:<hex>"}.

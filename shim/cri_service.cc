@@ -16,12 +16,14 @@ CriService::CriService(Options options, dockerclient::DockerClient& docker, netw
     : options_(std::move(options)),
       docker_(docker),
       network_(network),
-      checkpoints_(options_.root_directory),
+      checkpoints_(options_.root_directory, options_.cri_dockerd_root_directory),
       oom_(options_.oom_score_adj_floor),
       host_capabilities_(ReadHostCapabilities(options_.proc_root)),
       stats_(std::make_unique<StatsSampler>(docker, SamplerOptions{options_.proc_root, options_.cgroup_prefix,
                                                                    options_.clock, options_.writable_layers})),
-      image_volumes_(std::make_unique<imagevolumes::ImageVolumes>(docker, options_.root_directory + "/image-volumes")) {
+      image_volumes_(std::make_unique<imagevolumes::ImageVolumes>(docker, options_.root_directory + "/image-volumes")),
+      own_netns_addresses_(options_.netns_addresses ? nullptr : std::make_unique<network::NetlinkAddressReader>()),
+      netns_addresses_(options_.netns_addresses ? *options_.netns_addresses : *own_netns_addresses_) {
   absl::StatusOr<stats::CgroupLayout> layout = stats::CgroupLayout::Discover(options_.proc_root, options_.cgroup_prefix);
   if (layout.ok()) {
     cgroup_layout_ = std::move(*layout);

@@ -5,7 +5,8 @@
 // RPC family: runtime_info.cc, images.cc, image_pull.cc, image_fs_info.cc,
 // sandbox_run.cc, sandbox_stop_remove.cc, sandbox_status.cc, container_lifecycle.cc,
 // container_status.cc, exec_sync.cc, streaming_rpcs.cc, container_stats.cc,
-// sandbox_stats.cc, metrics.cc, sandbox_resources.cc, container_events.cc.
+// sandbox_stats.cc, metrics.cc, sandbox_resources.cc, container_events.cc; helpers in
+// sandbox_recovery.cc (start-up clean-up) and sandbox_adoption.cc (pods of cri-dockerd).
 #include <atomic>
 #include <functional>
 #include <map>
@@ -24,6 +25,7 @@
 #include "shim/capabilities.h"
 #include "shim/checkpoint_store.h"
 #include "shim/engine_features.h"
+#include "shim/network/netns_addresses.h"
 #include "shim/network/network_plugin.h"
 #include "shim/oom_score.h"
 #include "shim/stats/cgroup.h"
@@ -65,6 +67,9 @@ struct Options {
   std::string docker_endpoint = "unix:///var/run/docker.sock";
   std::string pod_infra_image = "registry.k8s.io/pause:3.10";
   std::string root_directory = "/var/lib/dockershim";
+  // cri-dockerd's state directory, read only: its checkpoints of pods it started are
+  // imported (checkpoint_store.h). Empty: none (main.cc passes /var/lib/cri-dockerd).
+  std::string cri_dockerd_root_directory;
   std::string network_plugin = "cni";
   absl::Duration image_pull_progress_deadline = absl::Minutes(1);
   // Base directory for seccomp "localhost/" profiles given as relative paths.
@@ -85,11 +90,15 @@ struct Options {
   // Relists from memory: status calls read the view's held inspects while it is live
   // (lists go through the ViewClient the service is given). Null: status calls ask Docker.
   view::ContainerView* container_view = nullptr;
+  // Reads a pod's addresses from its network namespace, for pods adopted from another
+  // runtime (sandbox_adoption.cc); null: a network::NetlinkAddressReader of the service's own.
+  network::NetnsAddressReader* netns_addresses = nullptr;
   // Where stats read /proc, and a prefix of the cgroup mount points it lists (a fake
   // tree in tests).
   std::string proc_root = "/proc";
   std::string cgroup_prefix;
-  // The time stats samples are taken at, and the /info cache's; absl::Now when unset.
+  // The time stats samples are taken at, the /info cache's, and adoption's retry
+  // timer's; absl::Now when unset.
   std::function<absl::Time()> clock;
   // Receives the duration of each step of RunPodSandbox, CreateContainer and
   // StartContainer (common/phase_timer.h); null in production (the pod start-up
@@ -276,6 +285,16 @@ class CriService {
   // that are gone, and corrupt checkpoints set aside a week ago.
   void CleanUpAfterCrash(const common::Context& ctx);
   absl::Status DiscardHalfCreatedSandbox(const common::Context& ctx, const std::string& id, const std::string& why);
+  // sandbox_adoption.cc. A running pod on CNI that another runtime (cri-dockerd)
+  // networked has no IP of ours: its checkpoint is cri-dockerd's (imported) or missing.
+  bool WantsAdoption(const dockerclient::ContainerInspect& sandbox,
+                     const absl::StatusOr<SandboxCheckpoint>& known) const;
+  // Takes the pod's IPs from the CNI cache, else from its network namespace, and records
+  // them (CheckpointStore::Adopt); `known` unchanged when none are found, and then not
+  // looked for again for a while.
+  absl::StatusOr<SandboxCheckpoint> AdoptPodNetwork(const common::Context& ctx,
+                                                    const dockerclient::ContainerInspect& sandbox,
+                                                    absl::StatusOr<SandboxCheckpoint> known);
   // Undoes a RunPodSandbox that failed after creating `id`.
   void RollBackSandbox(const std::string& id, bool network_attached, const network::PodNetworkRequest& net_req,
                        const std::string& network_name);
@@ -316,6 +335,11 @@ class CriService {
   // kubelet's PLEG sees it NOTREADY while it is created (a "ContainerDied" event for the
   // sandbox), then READY before its network is set up (a status without an IP).
   std::multiset<std::string> sandboxes_in_flight_;  // guarded by mu_
+  // Adoption (sandbox_adoption.cc): one at a time; when each failed sandbox was last tried.
+  std::unique_ptr<network::NetnsAddressReader> own_netns_addresses_;
+  network::NetnsAddressReader& netns_addresses_;
+  std::mutex adoption_mu_;
+  std::map<std::string, absl::Time> adoption_failures_;  // guarded by adoption_mu_
 };
 
 }  // namespace shim

@@ -46,6 +46,7 @@ struct Flags {
   std::string cni_conf_dir = "/etc/cni/net.d";
   std::string cni_cache_dir = "/var/lib/cni/cache";
   std::string root_directory = "/var/lib/dockershim";
+  std::string cri_dockerd_root_directory = "/var/lib/cri-dockerd";
   std::string streaming_bind_addr = "127.0.0.1:0";
   std::string streaming_tls_cert, streaming_tls_key;
   std::string streaming_idle_timeout = "4h";
@@ -102,7 +103,9 @@ int main(int argc, char** argv) {
   app.add_option("--cni-bin-dir", f.cni_bin_dir, "comma-separated directories of CNI plugins")->capture_default_str();
   app.add_option("--cni-conf-dir", f.cni_conf_dir, "directory of CNI network configs")->capture_default_str();
   app.add_option("--cni-cache-dir", f.cni_cache_dir, "where CNI results are cached")->capture_default_str();
-  app.add_option("--root-directory,--cri-dockerd-root-directory", f.root_directory, "state directory")
+  app.add_option("--root-directory", f.root_directory, "state directory (sandbox checkpoints)")->capture_default_str();
+  app.add_option("--cri-dockerd-root-directory", f.cri_dockerd_root_directory,
+                 "cri-dockerd's state directory, read only: the checkpoints of pods it started are imported")
       ->capture_default_str();
   app.add_option("--streaming-bind-addr", f.streaming_bind_addr, "address of the exec/attach/port-forward server")
       ->capture_default_str();
@@ -149,6 +152,7 @@ int main(int argc, char** argv) {
   options.docker_endpoint = f.docker_endpoint;
   options.pod_infra_image = f.pod_infra_image;
   options.root_directory = f.root_directory;
+  options.cri_dockerd_root_directory = f.cri_dockerd_root_directory;
   options.network_plugin = f.network_plugin.empty() ? "docker" : f.network_plugin;
   options.image_pull_progress_deadline = ParseDurationFlag("image-pull-progress-deadline", f.pull_progress_deadline);
   shim::GrpcOptions grpc_options;

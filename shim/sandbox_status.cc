@@ -1,5 +1,6 @@
 // PodSandboxStatus and ListPodSandbox. Status costs one inspect; the pod IP comes
-// from the checkpoint (memory after first read), never from entering the netns.
+// from the checkpoint (memory after first read). Only a pod another runtime networked
+// costs more, once: its IPs are adopted (sandbox_adoption.cc).
 #include <set>
 
 #include <nlohmann/json.hpp>
@@ -55,6 +56,7 @@ absl::StatusOr<v1::PodSandboxStatusResponse> CriService::PodSandboxStatus(const 
     return absl::InvalidArgumentError("PodSandboxStatus: pod_sandbox_id is required");
   ASSIGN_OR_RETURN(dockerclient::ContainerInspect sandbox, InspectSandbox(ctx, req.pod_sandbox_id(), Reading::kForStatus));
   absl::StatusOr<SandboxCheckpoint> checkpoint = checkpoints_.Read(sandbox.id);
+  if (WantsAdoption(sandbox, checkpoint)) checkpoint = AdoptPodNetwork(ctx, sandbox, std::move(checkpoint));
 
   v1::PodSandboxStatusResponse resp;
   v1::PodSandboxStatus& status = *resp.mutable_status();
@@ -150,7 +152,8 @@ void CriService::AppendCheckpointOnlySandboxes(const std::string& id_prefix, con
                                                v1::ListPodSandboxResponse& resp) {
   // A pod whose infra container is gone (removed by hand, lost with Docker's state)
   // still holds its network until StopPodSandbox; listing it NOTREADY, as
-  // cri-dockerd does, lets the kubelet find it and clean up.
+  // cri-dockerd does, lets the kubelet find it and clean up. Its checkpoint may be ours
+  // or cri-dockerd's.
   for (const std::string& id : checkpoints_.List()) {
     if (present.count(id) > 0 || !absl::StartsWith(id, id_prefix)) continue;
     absl::StatusOr<SandboxCheckpoint> checkpoint = checkpoints_.Read(id);

@@ -289,14 +289,18 @@ absl::StatusOr<PodIps> ParseResultIps(const json& result, absl::string_view ifna
     }
   }
 
+  return OrderPodIps(std::move(ips));
+}
+
+PodIps OrderPodIps(std::vector<std::string> ips) {
   PodIps out;
   auto primary = std::find_if(ips.begin(), ips.end(), [](const std::string& ip) { return IpFamily(ip) == 4; });
   if (primary == ips.end()) primary = ips.begin();
   for (auto it = ips.begin(); it != ips.end(); ++it) {
     if (it == primary)
-      out.primary = *it;
+      out.primary = std::move(*it);
     else
-      out.additional.push_back(*it);
+      out.additional.push_back(std::move(*it));
   }
   return out;
 }

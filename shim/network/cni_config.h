@@ -79,6 +79,10 @@ struct PodIps {
 // INVALID_ARGUMENT for a malformed result; an empty `primary` when it has no address.
 absl::StatusOr<PodIps> ParseResultIps(const nlohmann::json& result, absl::string_view ifname = "eth0");
 
+// A pod's addresses as the kubelet takes them: the first IPv4 one is the primary (else
+// the first), the others follow in their order.
+PodIps OrderPodIps(std::vector<std::string> ips);
+
 // The status for a plugin that failed: "CNI plugin bridge failed (ADD): <msg>: <details>"
 // from the CNI error JSON on its stdout ({"code","msg","details"}), else
 // "...: <how it exited>: <stderr tail>". Code 11 ("try again later") maps to

@@ -362,6 +362,64 @@ std::vector<std::string> CniNetwork::RemoveInterruptedWrites() {
   return removed;
 }
 
+namespace {
+
+// A libcni cache record of `sandbox_id` read from the file `name`; INVALID_ARGUMENT says why it is unusable.
+absl::StatusOr<CachedAttachment> DecodeCachedAttachment(const std::string& text, const std::string& sandbox_id,
+                                                        const std::string& name) {
+  const json doc = json::parse(text, nullptr, /*allow_exceptions=*/false);
+  if (doc.is_discarded()) return absl::InvalidArgumentError("not JSON");
+  if (!doc.is_object() || doc.value("kind", json()) != kCacheKind)
+    return absl::InvalidArgumentError("not a cniCacheV1 record");
+  const json container = doc.value("containerId", json());
+  const json network_name = doc.value("networkName", json());
+  const json ifname = doc.value("ifName", json());
+  if (!network_name.is_string() || !ifname.is_string() || container != sandbox_id)
+    return absl::InvalidArgumentError("no networkName, ifName or containerId of this sandbox");
+  CachedAttachment out;
+  out.network.network_name = network_name.get<std::string>();
+  out.network.interface = ifname.get<std::string>();
+  if (name != absl::StrCat(out.network.network_name, "-", sandbox_id, "-", out.network.interface))
+    return absl::InvalidArgumentError("its name is not <networkName>-<containerId>-<ifName>");
+  const json result = doc.value("result", json());
+  if (result.is_null()) return out;  // an ADD that returned nothing: no address
+  absl::StatusOr<PodIps> ips = ParseResultIps(result, out.network.interface);
+  if (!ips.ok()) return ips.status();
+  out.network.ip = std::move(ips->primary);
+  out.network.additional_ips = std::move(ips->additional);
+  return out;
+}
+
+}  // namespace
+
+absl::StatusOr<CachedAttachment> CniNetwork::CachedAttachmentOf(const std::string& sandbox_id) const {
+  if (!IsValidCniIdentifier(sandbox_id))
+    return absl::InvalidArgumentError(absl::StrCat("invalid sandbox ID \"", sandbox_id, "\" for CNI"));
+  const std::string dir = options_.cache_dir + "/results";
+  const std::string infix = absl::StrCat("-", sandbox_id, "-");
+  std::vector<std::string> names;
+  std::error_code ec;
+  for (const auto& entry : std::filesystem::directory_iterator(dir, ec)) {
+    std::string name = entry.path().filename().string();
+    if (name.find(infix) != std::string::npos) names.push_back(std::move(name));
+  }
+  std::sort(names.begin(), names.end());
+  absl::Status unusable;
+  for (const std::string& name : names) {
+    const std::string path = absl::StrCat(dir, "/", name);
+    std::optional<std::string> text = ReadWholeFile(path);
+    if (!text) continue;  // removed meanwhile
+    absl::StatusOr<CachedAttachment> attachment = DecodeCachedAttachment(*text, sandbox_id, name);
+    if (attachment.ok()) {
+      attachment->file = path;
+      return attachment;
+    }
+    if (unusable.ok()) unusable = absl::InvalidArgumentError(absl::StrCat(path, ": ", attachment.status().message()));
+  }
+  if (!unusable.ok()) return unusable;
+  return absl::NotFoundError(absl::StrCat("no CNI result of sandbox ", sandbox_id, " is cached in ", dir));
+}
+
 absl::Status CniNetwork::Check(const common::Context& ctx, const PodNetworkRequest& req,
                                const std::string& network_name) {
   if (!IsValidCniIdentifier(req.sandbox_id) || !IsValidCniIdentifier(network_name))

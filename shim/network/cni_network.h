@@ -64,6 +64,10 @@ class CniNetwork : public NetworkPlugin {
   std::vector<RecordedAttachment> RecordedAttachments() const override;
   // WriteFileAtomically's temp files (<cache file>.tmp.XXXXXX) in the results dir.
   std::vector<std::string> RemoveInterruptedWrites() override;
+  // The libcni result file <cache_dir>/results/<network>-<sandbox_id>-<interface>, for any
+  // network and interface (the first by name when there are several); the addresses
+  // of the interface it names.
+  absl::StatusOr<CachedAttachment> CachedAttachmentOf(const std::string& sandbox_id) const override;
 
   std::string CacheFile(const std::string& network_name, const std::string& container_id) const;
 

@@ -50,6 +50,13 @@ struct RecordedAttachment {
   std::string network_name, sandbox_id;
 };
 
+// What the plugin's cache says of a pod's attachment, whoever made it (this shim, or
+// cri-dockerd through libcni).
+struct CachedAttachment {
+  std::string file;          // where it was read
+  PodNetworkStatus network;  // `ip` empty when the cached result names no address
+};
+
 class NetworkPlugin {
  public:
   virtual ~NetworkPlugin() = default;
@@ -72,6 +79,12 @@ class NetworkPlugin {
   // Deletes what writes of those records a crash interrupted left (only safe before
   // serving); returns the paths.
   virtual std::vector<std::string> RemoveInterruptedWrites() { return {}; }
+  // The attachment of `sandbox_id` that the plugin's cache records, to whichever network:
+  // NOT_FOUND when none is (always, for a plugin that keeps no record), INVALID_ARGUMENT
+  // when the record is unusable (not JSON, malformed).
+  virtual absl::StatusOr<CachedAttachment> CachedAttachmentOf(const std::string& sandbox_id) const {
+    return absl::NotFoundError("the " + Name() + " network plugin keeps no record of pods' addresses");
+  }
 };
 
 }  // namespace network

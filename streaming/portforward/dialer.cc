@@ -1,7 +1,5 @@
 #include "streaming/portforward/dialer.h"
 
-#include <fcntl.h>
-#include <sched.h>
 #include <sys/socket.h>
 
 #include <cerrno>
@@ -13,7 +11,6 @@
 #include <boost/asio/post.hpp>
 
 #include "absl/strings/str_cat.h"
-#include "common/log.h"
 
 namespace streaming::portforward {
 
@@ -53,77 +50,31 @@ void ConnectInOrder(std::shared_ptr<tcp::socket> v4, std::shared_ptr<tcp::socket
 
 }  // namespace
 
-struct NetnsDialer::Sockets {
-  absl::Status status;
-  common::UniqueFd v4, v6;
-};
-
-NetnsDialer::NetnsDialer()
-    : host_netns_(::open("/proc/thread-self/ns/net", O_RDONLY | O_CLOEXEC)),
-      work_(asio::make_work_guard(ioc_)),
-      thread_([this] { ioc_.run(); }) {}
-
-NetnsDialer::~NetnsDialer() {
-  work_.reset();
-  ioc_.stop();
-  thread_.join();
-}
-
-// Runs on the dedicated thread only.
-NetnsDialer::Sockets NetnsDialer::MakeSockets(const std::string& netns_path) {
-  Sockets out;
-  const auto make = [&out, &netns_path] {
-    out.v4 = NewSocket(AF_INET);
-    if (!out.v4) {
-      out.status = absl::UnavailableError(
-          absl::StrCat("cannot make a socket ", Where(netns_path), ": ", std::strerror(errno)));
-    }
-    out.v6 = NewSocket(AF_INET6);  // fails where there is no IPv6: then IPv4 only
-  };
-  if (netns_path.empty()) {
-    make();
-    return out;
-  }
-  if (broken_ || !host_netns_) {
-    out.status = absl::InternalError("port forwarding into pods is unavailable (cannot switch network namespaces)");
-    return out;
-  }
-  common::UniqueFd target(::open(netns_path.c_str(), O_RDONLY | O_CLOEXEC));
-  if (!target) {
-    out.status = absl::UnavailableError(
-        absl::StrCat("cannot open the pod's network namespace ", netns_path, ": ", std::strerror(errno)));
-    return out;
-  }
-  if (::setns(target.get(), CLONE_NEWNET) != 0) {
-    out.status = absl::UnavailableError(
-        absl::StrCat("cannot enter the pod's network namespace ", netns_path, ": ", std::strerror(errno)));
-    return out;
-  }
-  make();
-  if (::setns(host_netns_.get(), CLONE_NEWNET) != 0) {
-    LOG_ERROR << "port forwarding: cannot return to the host's network namespace: " << std::strerror(errno)
-              << "; refusing further forwards";
-    broken_ = true;
-    return Sockets{absl::InternalError("port forwarding into pods is unavailable"), {}, {}};
-  }
-  return out;
-}
-
 void NetnsDialer::AsyncConnect(asio::any_io_executor executor, std::string netns_path, uint16_t port,
                                Handler handler) {
-  asio::post(ioc_, [this, executor, netns_path = std::move(netns_path), port, handler = std::move(handler)]() mutable {
-    auto sockets = std::make_shared<Sockets>(MakeSockets(netns_path));
-    asio::post(executor, [executor, sockets, port, where = Where(netns_path), handler = std::move(handler)]() mutable {
-      if (!sockets->status.ok()) return handler(sockets->status);
+  std::string where = Where(netns_path);
+  netns_.Post(std::move(netns_path), [executor, port, where = std::move(where), handler = std::move(handler)](
+                                         const absl::Status& entered) mutable {
+    // Made here, in the pod's namespace; everything else happens on the caller's executor.
+    absl::Status status = entered;
+    common::UniqueFd v4, v6;
+    if (status.ok()) {
+      v4 = NewSocket(AF_INET);
+      if (!v4) status = absl::UnavailableError(absl::StrCat("cannot make a socket ", where, ": ", std::strerror(errno)));
+      v6 = NewSocket(AF_INET6);  // fails where there is no IPv6: then IPv4 only
+    }
+    auto sockets = std::make_shared<std::pair<common::UniqueFd, common::UniqueFd>>(std::move(v4), std::move(v6));
+    asio::post(executor, [executor, status, sockets, port, where, handler = std::move(handler)]() mutable {
+      if (!status.ok()) return handler(status);
       ErrorCode ec;
-      auto v4 = std::make_shared<tcp::socket>(executor);
-      v4->assign(tcp::v4(), sockets->v4.Release(), ec);
-      std::shared_ptr<tcp::socket> v6;
-      if (sockets->v6) {
-        v6 = std::make_shared<tcp::socket>(executor);
-        v6->assign(tcp::v6(), sockets->v6.Release(), ec);
+      auto socket4 = std::make_shared<tcp::socket>(executor);
+      socket4->assign(tcp::v4(), sockets->first.Release(), ec);
+      std::shared_ptr<tcp::socket> socket6;
+      if (sockets->second) {
+        socket6 = std::make_shared<tcp::socket>(executor);
+        socket6->assign(tcp::v6(), sockets->second.Release(), ec);
       }
-      ConnectInOrder(std::move(v4), std::move(v6), port, where, std::move(handler));
+      ConnectInOrder(std::move(socket4), std::move(socket6), port, where, std::move(handler));
     });
   });
 }

@@ -42,6 +42,9 @@ TEST_F(ConfigFileTest, PrintConfigReadsBackToTheSameConfiguration) {
   ASSERT_EQ(first.code, 0) << first.stderr_text;
   EXPECT_NE(first.stdout_text.find("root-directory=\"/srv/dockershim\""), std::string::npos) << first.stdout_text;
   EXPECT_NE(first.stdout_text.find("cni-conf-dir=\"/etc/cni/net.d\""), std::string::npos) << "defaults too";
+  // No longer an alias of root-directory: cri-dockerd's own directory, a key of its own.
+  EXPECT_NE(first.stdout_text.find("\ncri-dockerd-root-directory=\"/var/lib/cri-dockerd\""), std::string::npos)
+      << first.stdout_text;
   const auto second = Run({"--config", File("printed.toml", first.stdout_text), "--print-config"});
   ASSERT_EQ(second.code, 0) << second.stderr_text;
   EXPECT_EQ(second.stdout_text, first.stdout_text);

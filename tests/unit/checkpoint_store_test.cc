@@ -45,6 +45,7 @@ SandboxCheckpoint Full(const std::string& id) {
   c.ip = "10.88.0.5";
   c.additional_ips = {"fd00::5"};
   c.network_torn_down = true;
+  c.adopted_from = kAdoptedFromCriDockerd;
   return c;
 }
 
@@ -74,6 +75,7 @@ void ExpectSame(const SandboxCheckpoint& got, const SandboxCheckpoint& want) {
   EXPECT_EQ(got.ip, want.ip);
   EXPECT_EQ(got.additional_ips, want.additional_ips);
   EXPECT_EQ(got.network_torn_down, want.network_torn_down);
+  EXPECT_EQ(got.adopted_from, want.adopted_from);
 }
 
 SandboxCheckpoint ReadOk(CheckpointStore& store, const std::string& id) {
@@ -407,12 +409,142 @@ TEST_F(CheckpointStoreTest, ImportsCriDockerdHostNetworkCheckpoint) {
   EXPECT_THAT(read->port_mappings, IsEmpty());
 }
 
-TEST_F(CheckpointStoreTest, MalformedCriDockerdCheckpointIsSetAside) {
-  WriteFile(Path(kId1), R"({"version":"v1","name":"p","namespace":"n","data":{"port_mappings":"x"},"checksum":1})");
+TEST_F(CheckpointStoreTest, MalformedCriDockerdCheckpointIsLeftWhereCriDockerdLooks) {
+  const std::string malformed =
+      R"({"version":"v1","name":"p","namespace":"n","data":{"port_mappings":"x"},"checksum":1})";
+  WriteFile(Path(kId1), malformed);
   auto read = store_->Read(kId1);
   EXPECT_EQ(read.status().code(), absl::StatusCode::kNotFound);
   EXPECT_THAT(read.status().message(), HasSubstr("cri-dockerd checkpoint"));
-  EXPECT_TRUE(Exists(Path(kId1 + ".corrupt")));
+  EXPECT_EQ(ReadFile(Path(kId1)), malformed);
+  EXPECT_FALSE(Exists(Path(kId1 + ".corrupt")));
+  EXPECT_THAT(store_->List(), IsEmpty());
+  EXPECT_EQ(store_->Read(kId1).status().code(), absl::StatusCode::kNotFound);
+  // Our write replaces it (the shared directory's rule), and it reads as ours.
+  ASSERT_TRUE(store_->Write(Full(kId1)).ok());
+  CheckpointStore restarted(root_);
+  ExpectSame(ReadOk(restarted, kId1), Full(kId1));
+}
+
+TEST_F(CheckpointStoreTest, AdoptKeepsACriDockerdFileOfTheSharedDirectoryInMemoryOnly) {
+  WriteFile(Path(kId1), kCriDockerdCheckpoint);
+  SandboxCheckpoint adopted = ReadOk(*store_, kId1);
+  EXPECT_EQ(adopted.adopted_from, kAdoptedFromCriDockerd);
+  adopted.ip = "10.244.0.9";
+  auto written = store_->Adopt(adopted);
+  ASSERT_TRUE(written.ok()) << written.status();
+  EXPECT_FALSE(*written);
+  EXPECT_EQ(ReadFile(Path(kId1)), kCriDockerdCheckpoint);
+  EXPECT_EQ(ReadOk(*store_, kId1).ip, "10.244.0.9");
+  EXPECT_THAT(DirEntries(store_->Directory()), ElementsAre(kId1));
+
+  // No file of cri-dockerd's: written.
+  SandboxCheckpoint other = Full(kId2);
+  written = store_->Adopt(other);
+  ASSERT_TRUE(written.ok()) << written.status();
+  EXPECT_TRUE(*written);
+  CheckpointStore restarted(root_);
+  ExpectSame(ReadOk(restarted, kId2), other);
+}
+
+TEST_F(CheckpointStoreTest, AdoptKeepsInMemoryWhatItCannotWrite) {
+  std::system(("rm -rf '" + store_->Directory() + "'").c_str());
+  auto written = store_->Adopt(Full(kId1));
+  EXPECT_FALSE(written.ok());
+  EXPECT_THAT(written.status().message(), HasSubstr("write checkpoint"));
+  ExpectSame(ReadOk(*store_, kId1), Full(kId1));
+}
+
+// cri-dockerd's own directory beside ours.
+class CriDockerdDirectoryTest : public CheckpointStoreTest {
+ protected:
+  void SetUp() override {
+    CheckpointStoreTest::SetUp();
+    cri_dockerd_root_ = root_ + "/cri-dockerd";
+    ASSERT_EQ(::mkdir(cri_dockerd_root_.c_str(), 0700), 0);
+    ASSERT_EQ(::mkdir((cri_dockerd_root_ + "/sandbox").c_str(), 0700), 0);
+    store_ = std::make_unique<CheckpointStore>(root_ + "/dockershim", cri_dockerd_root_);
+    ASSERT_TRUE(store_->Init().ok());
+  }
+  std::string Theirs(const std::string& name) const { return cri_dockerd_root_ + "/sandbox/" + name; }
+
+  std::string cri_dockerd_root_;
+};
+
+TEST_F(CriDockerdDirectoryTest, ImportsReadOnlyAndWritesOursBeside) {
+  WriteFile(Theirs(kId1), kCriDockerdCheckpoint);
+  SandboxCheckpoint read = ReadOk(*store_, kId1);
+  EXPECT_EQ(read.name, "web-0");
+  EXPECT_EQ(read.port_mappings.size(), 2u);
+  EXPECT_EQ(read.adopted_from, kAdoptedFromCriDockerd);
+  EXPECT_THAT(DirEntries(store_->Directory()), IsEmpty()) << "nothing written by a read";
+  EXPECT_THAT(store_->List(), ElementsAre(kId1));
+
+  read.ip = "10.244.0.9";
+  auto written = store_->Adopt(read);
+  ASSERT_TRUE(written.ok()) << written.status();
+  EXPECT_TRUE(*written);
+  EXPECT_EQ(ReadFile(Theirs(kId1)), kCriDockerdCheckpoint);
+  CheckpointStore restarted(root_ + "/dockershim", cri_dockerd_root_);
+  ExpectSame(ReadOk(restarted, kId1), read);  // ours first
+  EXPECT_THAT(restarted.List(), ElementsAre(kId1));
+
+  ASSERT_TRUE(restarted.Remove(kId1).ok());
+  EXPECT_FALSE(Exists(Path(kId1)));
+  EXPECT_FALSE(Exists(Theirs(kId1)));
+  EXPECT_EQ(restarted.Read(kId1).status().code(), absl::StatusCode::kNotFound);
+  EXPECT_THAT(restarted.List(), IsEmpty());
+}
+
+TEST_F(CriDockerdDirectoryTest, ListsBothDirectories) {
+  WriteFile(Theirs(kId1), kCriDockerdCheckpoint);
+  ASSERT_TRUE(store_->Write(Full(kId2)).ok());
+  WriteFile(Theirs(".cri-dockerd-tmp1"), "junk");
+  EXPECT_THAT(store_->List(), ElementsAre(kId1, kId2));
+}
+
+TEST_F(CriDockerdDirectoryTest, AnUnusableFileOfCriDockerdsIsLeftAlone) {
+  for (const std::string& text : {std::string("{not json"), std::string(R"({"version":"v1","data":[],"checksum":1})")}) {
+    SCOPED_TRACE(text);
+    WriteFile(Theirs(kId1), text);
+    CheckpointStore store(root_ + "/dockershim", cri_dockerd_root_);
+    ASSERT_TRUE(store.Init().ok());
+    auto read = store.Read(kId1);
+    EXPECT_EQ(read.status().code(), absl::StatusCode::kNotFound);
+    EXPECT_THAT(read.status().message(), HasSubstr(Theirs(kId1)));
+    EXPECT_THAT(store.List(), IsEmpty());
+    EXPECT_EQ(ReadFile(Theirs(kId1)), text);
+    EXPECT_THAT(DirEntries(cri_dockerd_root_ + "/sandbox"), ElementsAre(kId1)) << "not moved aside";
+    // Remembered: not parsed (nor logged) again, even once the file is fixed.
+    WriteFile(Theirs(kId1), kCriDockerdCheckpoint);
+    EXPECT_THAT(store.Read(kId1).status().message(), HasSubstr("logged before"));
+    // Its pod's removal takes it.
+    ASSERT_TRUE(store.Remove(kId1).ok());
+    EXPECT_FALSE(Exists(Theirs(kId1)));
+  }
+}
+
+TEST_F(CriDockerdDirectoryTest, ReadsOurFormatLeftThereByAnOlderSetup) {
+  // Written when --cri-dockerd-root-directory was an alias of --root-directory.
+  WriteFile(Theirs(kId1), EncodeCheckpoint(Full(kId1)));
+  ExpectSame(ReadOk(*store_, kId1), Full(kId1));
+  EXPECT_THAT(DirEntries(store_->Directory()), IsEmpty());
+}
+
+TEST_F(CriDockerdDirectoryTest, SameDirectoryUnderTwoNamesIsShared) {
+  ASSERT_EQ(::symlink((root_ + "/dockershim").c_str(), (root_ + "/link").c_str()), 0);
+  for (const std::string& other : {root_ + "/dockershim/", root_ + "/link"}) {
+    SCOPED_TRACE(other);
+    CheckpointStore store(root_ + "/dockershim", other);
+    ASSERT_TRUE(store.Init().ok());
+    WriteFile(Path(kId1), kCriDockerdCheckpoint);
+    SandboxCheckpoint read = ReadOk(store, kId1);
+    read.ip = "10.244.0.9";
+    auto written = store.Adopt(read);
+    ASSERT_TRUE(written.ok());
+    EXPECT_FALSE(*written) << "memory only";
+    EXPECT_EQ(ReadFile(Path(kId1)), kCriDockerdCheckpoint);
+  }
 }
 
 TEST_F(CheckpointStoreTest, RemoveIsIdempotentAndDropsCache) {

@@ -15,6 +15,7 @@
 #include <sstream>
 
 #include "absl/strings/escaping.h"
+#include "tests/support/libcni_cache.h"
 
 namespace network {
 namespace {
@@ -327,6 +328,104 @@ TEST_F(CniNetworkTest, BrokenCacheFallsBackToTheCurrentConfig) {
   ASSERT_TRUE(network_->TearDown(ctx_, req_, "podnet").ok());
   EXPECT_THAT(state_->names(), ElementsAre("DEL bandwidth", "DEL portmap", "DEL bridge"));
   EXPECT_FALSE(std::filesystem::exists(CacheFile()));
+}
+
+// What cri-dockerd's libcni leaves for a dual-stack pod: a 0.4.0 result (with "version")
+// and a 1.0.0 one (without, IPv6 first). The host-side interfaces carry no sandbox.
+const char kResult040[] = R"({"cniVersion":"0.4.0",
+  "interfaces":[{"name":"cni0","mac":"aa:aa:aa:aa:aa:aa"},{"name":"veth1","mac":"bb:bb:bb:bb:bb:bb"},
+                {"name":"eth0","mac":"cc:cc:cc:cc:cc:cc","sandbox":"/proc/42/ns/net"}],
+  "ips":[{"version":"4","interface":2,"address":"10.244.1.7/24","gateway":"10.244.1.1"},
+         {"version":"6","interface":2,"address":"fd00:10:244:1::7/64","gateway":"fd00:10:244:1::1"}],
+  "dns":{}})";
+const char kResult100[] = R"({"cniVersion":"1.0.0",
+  "interfaces":[{"name":"cni0","mac":"aa:aa:aa:aa:aa:aa"},{"name":"eth0","mac":"cc:cc:cc:cc:cc:cc","sandbox":"/proc/42/ns/net"}],
+  "ips":[{"interface":1,"address":"fd00:10:244:1::8/64"},{"interface":1,"address":"10.244.1.8/24"},
+         {"interface":0,"address":"10.244.1.1/24"}]})";
+
+class CachedAttachmentTest : public CniNetworkTest {
+ protected:
+  std::string Write(const std::string& network, const std::string& ifname, const std::string& result,
+                    const std::string& id = kSandbox) {
+    return testsupport::WriteLibcniCacheFile(
+        dir_.path() + "/cache", network, id, ifname,
+        testsupport::LibcniCacheRecord(network, id, ifname, kChain, json::parse(result)).dump());
+  }
+};
+
+TEST_F(CachedAttachmentTest, ReadsA040ResultAsLibcniWroteIt) {
+  const std::string file = Write("k8s-pod-network", "eth0", kResult040);
+  auto cached = network_->CachedAttachmentOf(kSandbox);
+  ASSERT_TRUE(cached.ok()) << cached.status();
+  EXPECT_EQ(cached->file, file);
+  EXPECT_EQ(cached->network.network_name, "k8s-pod-network");
+  EXPECT_EQ(cached->network.interface, "eth0");
+  EXPECT_EQ(cached->network.ip, "10.244.1.7");
+  EXPECT_THAT(cached->network.additional_ips, ElementsAre("fd00:10:244:1::7"));
+  EXPECT_TRUE(state_->calls.empty()) << "reading the cache runs no plugin";
+}
+
+TEST_F(CachedAttachmentTest, ReadsA100ResultIpv4First) {
+  Write("podnet", "eth0", kResult100);
+  auto cached = network_->CachedAttachmentOf(kSandbox);
+  ASSERT_TRUE(cached.ok()) << cached.status();
+  EXPECT_EQ(cached->network.ip, "10.244.1.8");
+  EXPECT_THAT(cached->network.additional_ips, ElementsAre("fd00:10:244:1::8")) << "not the bridge's address";
+}
+
+TEST_F(CachedAttachmentTest, TakesTheInterfaceTheRecordNames) {
+  Write("podnet", "net1",
+        R"({"cniVersion":"1.0.0","interfaces":[{"name":"net1","sandbox":"/ns"}],"ips":[{"interface":0,"address":"10.9.0.3/16"}]})");
+  auto cached = network_->CachedAttachmentOf(kSandbox);
+  ASSERT_TRUE(cached.ok()) << cached.status();
+  EXPECT_EQ(cached->network.interface, "net1");
+  EXPECT_EQ(cached->network.ip, "10.9.0.3");
+}
+
+TEST_F(CachedAttachmentTest, NothingCachedIsNotFound) {
+  EXPECT_EQ(network_->CachedAttachmentOf(kSandbox).status().code(), absl::StatusCode::kNotFound);
+  // Another sandbox whose ID starts with this one's.
+  Write("podnet", "eth0", kResult100, std::string(kSandbox) + "ff");
+  EXPECT_EQ(network_->CachedAttachmentOf(kSandbox).status().code(), absl::StatusCode::kNotFound);
+  EXPECT_EQ(network_->CachedAttachmentOf("../x").status().code(), absl::StatusCode::kInvalidArgument);
+}
+
+TEST_F(CachedAttachmentTest, AResultWithoutAddressNamesNoIp) {
+  Write("podnet", "eth0", R"({"cniVersion":"1.0.0","interfaces":[{"name":"eth0","sandbox":"/ns"}]})");
+  auto cached = network_->CachedAttachmentOf(kSandbox);
+  ASSERT_TRUE(cached.ok()) << cached.status();
+  EXPECT_EQ(cached->network.network_name, "podnet");
+  EXPECT_EQ(cached->network.ip, "");
+  EXPECT_TRUE(cached->network.additional_ips.empty());
+}
+
+TEST_F(CachedAttachmentTest, UnusableRecordsSayWhy) {
+  const std::string file = testsupport::WriteLibcniCacheFile(dir_.path() + "/cache", "podnet", kSandbox, "eth0", "{not json");
+  auto broken = network_->CachedAttachmentOf(kSandbox);
+  EXPECT_EQ(broken.status().code(), absl::StatusCode::kInvalidArgument);
+  EXPECT_THAT(broken.status().message(), HasSubstr(file + ": not JSON"));
+
+  std::ofstream(file) << R"({"kind":"cniCacheV1","containerId":"someone-else","networkName":"podnet","ifName":"eth0"})";
+  EXPECT_THAT(network_->CachedAttachmentOf(kSandbox).status().message(), HasSubstr("containerId"));
+  std::ofstream(file) << R"({"kind":"cniCacheV1","containerId":")" << kSandbox
+                      << R"(","networkName":"podnet","ifName":"eth0","result":{"ips":[{"address":"300.1.1.1/24"}]}})";
+  EXPECT_THAT(network_->CachedAttachmentOf(kSandbox).status().message(), HasSubstr("invalid address"));
+
+  // A usable record beside the broken one is taken.
+  const std::string good = Write("zz-net", "eth0", kResult100);
+  auto cached = network_->CachedAttachmentOf(kSandbox);
+  ASSERT_TRUE(cached.ok()) << cached.status();
+  EXPECT_EQ(cached->file, good);
+}
+
+TEST_F(CachedAttachmentTest, FindsWhatSetUpCached) {
+  WriteConf("10-podnet.conflist", kChain);
+  ASSERT_TRUE(network_->SetUp(ctx_, req_).ok());
+  auto cached = network_->CachedAttachmentOf(kSandbox);
+  ASSERT_TRUE(cached.ok()) << cached.status();
+  EXPECT_EQ(cached->file, CacheFile());
+  EXPECT_EQ(cached->network.ip, "10.88.0.5");
+  EXPECT_THAT(cached->network.additional_ips, ElementsAre("fd00::5"));
 }
 
 TEST_F(CniNetworkTest, CheckUsesTheCachedResult) {

@@ -13,7 +13,8 @@ namespace {
 struct App {
   explicit App(const std::string& default_path) {
     app.add_option("--docker-endpoint", endpoint)->capture_default_str();
-    app.add_option("--root-directory,--cri-dockerd-root-directory", root)->capture_default_str();
+    app.add_option("--root-directory", root)->capture_default_str();
+    app.add_option("--cri-dockerd-root-directory", cri_dockerd_root)->capture_default_str();
     app.add_option("--streaming-tls-cert", cert);
     AddConfigOptions(app, &print, default_path);
   }
@@ -30,7 +31,8 @@ struct App {
     return "";
   }
   CLI::App app{"test", "dockershim"};
-  std::string endpoint = "unix:///var/run/docker.sock", root = "/var/lib/dockershim", cert;
+  std::string endpoint = "unix:///var/run/docker.sock", root = "/var/lib/dockershim",
+              cri_dockerd_root = "/var/lib/cri-dockerd", cert;
   bool print = false;
 };
 
