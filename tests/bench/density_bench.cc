@@ -22,7 +22,9 @@
 // its own with a CNI bridge (as load_bench). DSBENCH_ENDPOINTS="name=unix:///a.sock,..."
 // takes runtimes started by hand instead (say the shim and cri-dockerd on the same
 // engine and CNI chain), one after the other; each one's process is the one listening on
-// its socket. dockerd is the one listening on the test environment's Docker socket.
+// its socket (DSBENCH_METRICS=name=http://host:port/metrics adds a shim's Docker requests
+// to the figures; the bench's own shim gets them). dockerd is the one listening on the
+// test environment's Docker socket.
 // Needs root, the engine and the test images (scripts/test-env.sh). Prints figures; the
 // exit code is non-zero only when the bench cannot run.
 #include <dirent.h>
@@ -46,6 +48,7 @@
 
 #include <grpcpp/grpcpp.h>
 
+#include "absl/strings/ascii.h"
 #include "absl/strings/match.h"
 #include "absl/strings/numbers.h"
 #include "absl/strings/str_cat.h"
@@ -172,6 +175,35 @@ double RssMb(pid_t pid) {
   return f.ok() ? f->rss_kb / 1024.0 : 0;
 }
 
+// The shim's Docker requests so far by "METHOD endpoint status", from its /metrics at
+// `url` (through its network namespace when `netns_pid` is set); empty when unreadable.
+std::map<std::string, double> DockerRequests(const std::string& url, pid_t netns_pid) {
+  std::map<std::string, double> counts;
+  if (url.empty()) return counts;
+  const std::string cmd = absl::StrCat(netns_pid > 0 ? absl::StrCat("nsenter --net=/proc/", netns_pid, "/ns/net ") : "",
+                                       "curl -sf ", url);
+  FILE* f = ::popen(cmd.c_str(), "r");
+  if (!f) return counts;
+  constexpr absl::string_view kFamily = "dockershim_docker_request_duration_seconds_count{";
+  char line[1024];
+  while (std::fgets(line, sizeof line, f)) {
+    absl::string_view l(line);
+    if (!absl::ConsumePrefix(&l, kFamily)) continue;
+    const size_t close = l.find("} ");
+    if (close == absl::string_view::npos) continue;
+    std::map<std::string, std::string> labels;
+    for (absl::string_view kv : absl::StrSplit(l.substr(0, close), "\",", absl::SkipEmpty())) {
+      std::pair<absl::string_view, absl::string_view> p = absl::StrSplit(kv, absl::MaxSplits("=\"", 1));
+      labels[std::string(p.first)] = std::string(absl::StripSuffix(p.second, "\""));
+    }
+    double n = 0;
+    if (absl::SimpleAtod(absl::StripAsciiWhitespace(l.substr(close + 2)), &n))
+      counts[absl::StrCat(labels["method"], " ", labels["endpoint"], " ", labels["status"])] += n;
+  }
+  ::pclose(f);
+  return counts;
+}
+
 // ---------------------------------------------------------------------------
 // The runtime under test and its calls.
 
@@ -184,6 +216,8 @@ struct CallFigures {
 struct Runtime {
   std::string name, endpoint;
   pid_t pid = 0;
+  std::string metrics_url;  // the shim's /metrics, when known
+  pid_t metrics_netns_pid = 0;
   std::unique_ptr<v1::RuntimeService::Stub> rt;
   std::unique_ptr<v1::ImageService::Stub> img;
   std::mutex mu;
@@ -340,8 +374,9 @@ class KubeletLoops {
   int running() const { return running_; }
   int pods_listed() const { return pods_listed_; }
   // Once every pod worker is done (the pods' IDs are written), as the kubelet's probes
-  // start with the containers.
+  // start with the containers; stopped before the pods are killed, as the kubelet's.
   void StartProbing() { probing_.store(true, std::memory_order_release); }
+  void StopProbing() { probing_.store(false, std::memory_order_release); }
 
  private:
   void Every(std::chrono::milliseconds period, const std::function<void()>& fn) {
@@ -470,6 +505,7 @@ struct Result {
   double runtime_rss = 0, dockerd_rss = 0;
   int shims = 0;
   std::map<std::string, CallFigures> start_calls, steady_calls, remove_calls;
+  std::map<std::string, double> steady_docker_requests;  // by "METHOD endpoint status"
 };
 
 int Refused(const std::map<std::string, CallFigures>& calls) {
@@ -536,8 +572,14 @@ Result RunOne(Runtime& r, int n, int probe_period_s, int steady_s, pid_t dockerd
   r.TakeCalls();
   std::vector<pid_t> containerd = ContainerdPids();
   res.shims = static_cast<int>(containerd.size());
+  const std::map<std::string, double> docker_before = DockerRequests(r.metrics_url, r.metrics_netns_pid);
   CpuWindow runtime_cpu({r.pid}), dockerd_cpu({dockerd}), containerd_cpu(containerd);
   std::this_thread::sleep_for(seconds(steady_s));
+  for (const auto& [key, n] : DockerRequests(r.metrics_url, r.metrics_netns_pid)) {
+    auto it = docker_before.find(key);
+    const double delta = n - (it == docker_before.end() ? 0 : it->second);
+    if (delta > 0) res.steady_docker_requests[key] = delta;
+  }
   std::tie(res.runtime_mc, res.runtime_children_mc) = runtime_cpu.Mcores();
   res.dockerd_mc = dockerd_cpu.Mcores().first;
   auto [cd_own, cd_children] = containerd_cpu.Mcores();
@@ -546,6 +588,7 @@ Result RunOne(Runtime& r, int n, int probe_period_s, int steady_s, pid_t dockerd
   res.dockerd_rss = RssMb(dockerd);
   res.steady_calls = r.TakeCalls();
 
+  loops->StopProbing();
   const auto t1 = bench::Clock::now();
   {
     std::vector<std::thread> workers;
@@ -603,13 +646,21 @@ int main(int argc, char** argv) {
       }
       add(kv.first, kv.second, *pid);
     }
+    // DSBENCH_METRICS=name=http://host:port/metrics: that runtime's Docker requests.
+    if (const char* metrics = std::getenv("DSBENCH_METRICS"); metrics && *metrics) {
+      std::pair<std::string, std::string> kv = absl::StrSplit(metrics, absl::MaxSplits('=', 1));
+      for (auto& r : runtimes)
+        if (r->name == kv.first) r->metrics_url = kv.second;
+    }
   } else {
     auto run = testsupport::PrepareLoadRun(DOCKERSHIM_BINARY, dir, kNamespace, "dsdens0", 1);
     if (!run.ok()) {
       std::fprintf(stderr, "density_bench: %s\n", run.status().ToString().c_str());
       return 1;
     }
-    run->launch.args.push_back("--log-level=warn");
+    constexpr char kMetrics[] = "127.0.0.1:19391";  // in the shim's own network namespace
+    for (const char* arg : {"--log-level=warn", "--metrics-bind-addr"}) run->launch.args.push_back(arg);
+    run->launch.args.push_back(kMetrics);
     auto shim = testsupport::ShimProcess::Start(run->launch);
     if (!shim.ok()) {
       std::fprintf(stderr, "density_bench: %s\n", shim.status().ToString().c_str());
@@ -617,6 +668,8 @@ int main(int argc, char** argv) {
     }
     own_shim = std::move(*shim);
     add("dockershim", "unix://" + run->launch.socket_path, own_shim->pid());
+    runtimes.back()->metrics_url = absl::StrCat("http://", kMetrics, "/metrics");
+    runtimes.back()->metrics_netns_pid = own_shim->pid();
   }
 
   std::printf("density_bench: %d pods, %d s steady, exec probe every %d s, dockerd pid %d on %s\n", n, steady_s,
@@ -658,6 +711,11 @@ int main(int argc, char** argv) {
     PrintCalls("starting", res.start_calls, std::max(1.0, res.to_running_s));
     PrintCalls("steady state", res.steady_calls, steady_s);
     PrintCalls("removing", res.remove_calls, std::max(1.0, res.to_removed_s));
+    if (!res.steady_docker_requests.empty()) {
+      std::printf("  its Docker requests in steady state (its /metrics):\n");
+      for (const auto& [key, n] : res.steady_docker_requests)
+        std::printf("    %-60s %7.0f (%6.2f/s)\n", key.c_str(), n, n / steady_s);
+    }
   }
 
   if (own_shim) (void)own_shim->Stop();

@@ -2,7 +2,10 @@
 
 #include <fcntl.h>
 #include <sched.h>
+#include <net/if.h>
 #include <signal.h>
+#include <sys/ioctl.h>
+#include <sys/socket.h>
 #include <sys/wait.h>
 #include <unistd.h>
 
@@ -17,6 +20,24 @@
 extern char** environ;
 
 namespace testsupport {
+
+namespace {
+
+// Loopback up in a new network namespace (it starts down), so that the shim's
+// --metrics-bind-addr on 127.0.0.1 answers there. Async-signal-safe calls only.
+void LoopbackUp() {
+  const int fd = ::socket(AF_INET, SOCK_DGRAM | SOCK_CLOEXEC, 0);
+  if (fd < 0) return;
+  ifreq ifr{};
+  std::memcpy(ifr.ifr_name, "lo", 3);
+  if (::ioctl(fd, SIOCGIFFLAGS, &ifr) == 0) {
+    ifr.ifr_flags |= IFF_UP;
+    ::ioctl(fd, SIOCSIFFLAGS, &ifr);
+  }
+  ::close(fd);
+}
+
+}  // namespace
 
 absl::StatusOr<std::unique_ptr<ShimProcess>> ShimProcess::Start(const ShimLaunch& launch) {
   // Everything the child needs is prepared before fork: between fork and exec a
@@ -36,7 +57,10 @@ absl::StatusOr<std::unique_ptr<ShimProcess>> ShimProcess::Start(const ShimLaunch
   }
   const pid_t pid = ::fork();
   if (pid == 0) {
-    if (launch.private_netns && ::unshare(CLONE_NEWNET) != 0) _exit(126);
+    if (launch.private_netns) {
+      if (::unshare(CLONE_NEWNET) != 0) _exit(126);
+      LoopbackUp();
+    }
     ::dup2(out_fd, 1);
     ::dup2(err_fd, 2);
     ::execve(argv[0], argv.data(), environ);
