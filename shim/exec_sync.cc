@@ -39,8 +39,11 @@ absl::StatusOr<v1::ExecSyncResponse> CriService::ExecSync(const common::Context&
   if (req.timeout() > 0) run_ctx.deadline = std::min(ctx.deadline, absl::Now() + absl::Seconds(req.timeout()));
 
   // Only in the kubelet's containers: not in a pod's infra container, nor in any other
-  // container of the host that happens to have the ID.
-  ASSIGN_OR_RETURN(dockerclient::ContainerInspect container, InspectCriContainer(ctx, req.container_id()));
+  // container of the host that happens to have the ID. What a status shows is enough
+  // (the view's last read, no Docker call: exec probes run every few seconds per pod):
+  // Docker refuses an exec in a container that is no longer running.
+  ASSIGN_OR_RETURN(dockerclient::ContainerInspect container,
+                   InspectCriContainer(ctx, req.container_id(), Reading::kForStatus));
   dockerclient::ExecConfig exec;
   exec.cmd.assign(req.cmd().begin(), req.cmd().end());
   absl::StatusOr<std::string> exec_id = docker_.CreateExec(ctx, container.id, exec);

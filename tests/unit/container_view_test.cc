@@ -589,6 +589,32 @@ TEST_F(ContainerViewTest, CallsThatActOnAContainerAskDockerNotTheHeldInspect) {
   EXPECT_THAT(Containers(*viewed_), IsEmpty());
 }
 
+TEST_F(ContainerViewTest, ExecSyncFindsItsContainerInMemoryAndDockerRefusesAStoppedOne) {
+  ASSERT_TRUE(view_.Reconcile().ok());
+  const std::string pod = RunPod(*viewed_, "a");
+  const std::string c = CreateContainer(*viewed_, pod, "a", "app");
+  Start(*viewed_, c);
+  ASSERT_TRUE(Status(c).ok());  // the view holds its inspect
+  v1::ExecSyncRequest exec;
+  exec.set_container_id(c);
+  exec.add_cmd("true");
+  const int inspects = DockerInspects();
+  ASSERT_TRUE(viewed_->ExecSync(ctx_, exec).ok());
+  EXPECT_EQ(DockerInspects(), inspects) << "an exec probe inspected its container";
+
+  // Stopped behind the view's back: Docker's own refusal is the answer.
+  docker_.EditContainer(c, [](dockerclient::ContainerInspect& i) {
+    i.state.running = false;
+    i.state.status = "exited";
+  });
+  absl::StatusOr<v1::ExecSyncResponse> refused = viewed_->ExecSync(ctx_, exec);
+  EXPECT_EQ(refused.status().code(), absl::StatusCode::kFailedPrecondition) << refused.status();
+
+  // Not a Kubernetes container (the pod's infra container) even when the view knows it.
+  exec.set_container_id(pod);
+  EXPECT_EQ(viewed_->ExecSync(ctx_, exec).status().code(), absl::StatusCode::kNotFound);
+}
+
 // Runs `action` on another thread as `running` and waits up to 5 s for it: false if it
 // did not finish (it waits for the read under way; `running` must outlive that read).
 bool DoneAtOnce(std::future<void>& running, std::function<void()> action) {
