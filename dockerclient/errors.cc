@@ -104,6 +104,12 @@ absl::StatusCode PullErrorCode(std::string_view message, int http_status) {
 }
 
 absl::Status PullError(std::string_view reference, std::string_view message, int http_status) {
+  // A unix socket Docker cannot dial is its containerd (the containerd image store pulls
+  // through it), not the registry.
+  if (absl::StrContains(Av(message), "dial unix ")) {
+    return absl::UnavailableError(absl::StrCat("pull image ", Av(reference),
+                                               ": Docker cannot reach its containerd: ", Av(message)));
+  }
   const absl::StatusCode code = PullErrorCode(message, http_status);
   if (code != absl::StatusCode::kUnavailable) {
     return absl::Status(code, absl::StrCat("pull image ", Av(reference), ": ", Av(message)));
