@@ -159,6 +159,29 @@ TEST(PullErrorTest, ContainerdThatDockerCannotReachIsNotTheRegistry) {
   EXPECT_THAT(s.message(), Not(HasSubstr("registry")));
 }
 
+TEST(PullErrorTest, ALostConnectionToContainerdIsNotTheRegistryEither) {
+  // Docker 29.7 when its containerd is killed mid-call.
+  const absl::Status s = PullError(
+      "127.0.0.1:5000/busybox:1.0",
+      "Unavailable: connection error: desc = \"error reading server preface: connection reset by peer\"", 503);
+  EXPECT_EQ(s.code(), absl::StatusCode::kUnavailable);
+  EXPECT_THAT(s.message(), HasSubstr("Docker cannot reach its containerd: "));
+}
+
+TEST(HttpErrorTest, A503OfDockersContainerdSaysSo) {
+  const absl::Status gone = HttpError(
+      503,
+      R"({"message":"Unavailable: connection error: desc = \"error reading server preface: connection reset by peer\""})",
+      "list images");
+  EXPECT_EQ(gone.code(), absl::StatusCode::kUnavailable);
+  EXPECT_EQ(gone.message(),
+            "list images: Docker cannot reach its containerd: Unavailable: connection error: desc = \"error reading "
+            "server preface: connection reset by peer\"");
+  // Another 503 keeps Docker's words alone.
+  const absl::Status other = HttpError(503, R"({"message":"this node is not a swarm manager"})", "list services");
+  EXPECT_EQ(other.message(), "list services: this node is not a swarm manager");
+}
+
 TEST(PullErrorTest, OtherFailuresKeepDockersMessage) {
   const absl::Status missing =
       PullError("127.0.0.1:5000/does-not-exist:latest",
