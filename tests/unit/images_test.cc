@@ -4,6 +4,7 @@
 #include <filesystem>
 #include <fstream>
 
+#include "absl/cleanup/cleanup.h"
 #include "shim/cri_service.h"
 #include "tests/unit/fake_containerd.h"
 #include "tests/unit/fake_docker_client.h"
@@ -222,6 +223,7 @@ TEST_F(ImagesTest, ImageFsInfoCountsAHardLinkedFileOnce) {
 
 TEST_F(ImagesTest, ImageFsInfoOnTheContainerdStoreMeasuresItsContentAndSnapshots) {
   const auto root = std::filesystem::temp_directory_path() / ("dsfs-c8d-" + std::to_string(::getpid()));
+  absl::Cleanup remove_root = [&] { std::filesystem::remove_all(root); };
   const auto content = root / "containerd" / "io.containerd.content.v1.content";
   const auto snapshots = root / "containerd" / "io.containerd.snapshotter.v1.overlayfs";
   std::filesystem::create_directories(content / "blobs" / "sha256");
@@ -244,7 +246,6 @@ TEST_F(ImagesTest, ImageFsInfoOnTheContainerdStoreMeasuresItsContentAndSnapshots
   };
   CriService service(o, docker_, network_);
   auto resp = service.ImageFsInfo(ctx_, v1::ImageFsInfoRequest());
-  std::filesystem::remove_all(root);
   ASSERT_TRUE(resp.ok()) << resp.status();
   EXPECT_EQ(sockets, std::vector<std::string>{"/run/containerd/containerd.sock"});
   const auto& fs = resp->image_filesystems(0);
@@ -253,6 +254,19 @@ TEST_F(ImagesTest, ImageFsInfoOnTheContainerdStoreMeasuresItsContentAndSnapshots
   // content, blobs, sha256, abc; overlayfs, snapshots, 1, fs, file
   EXPECT_EQ(fs.inodes_used().value(), 9u);
   EXPECT_EQ(resp->container_filesystems(0).fs_id().mountpoint(), snapshots.string());
+
+  // A containerd without any content yet has no content store directory.
+  testing_fakes::FakeContainerd::State empty;
+  empty.roots[{"io.containerd.content.v1", "content"}] = (root / "none" / "content").string();
+  empty.roots[{"io.containerd.snapshotter.v1", "overlayfs"}] = (root / "none").string();
+  std::filesystem::create_directories(root / "none");
+  Options first_start = MakeOptions();
+  first_start.connect_containerd = [&](const std::string&) {
+    return std::make_unique<testing_fakes::FakeContainerd>(empty);
+  };
+  auto nothing = CriService(first_start, docker_, network_).ImageFsInfo(ctx_, v1::ImageFsInfoRequest());
+  ASSERT_TRUE(nothing.ok()) << nothing.status();
+  EXPECT_EQ(nothing->image_filesystems(0).inodes_used().value(), 1u) << "the snapshotter's directory";
 
   // containerd away, before its directories are known: the call fails, UNAVAILABLE.
   containerd.away = absl::UnavailableError("containerd at /run/containerd/containerd.sock did not answer within 5s");
