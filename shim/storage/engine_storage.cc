@@ -73,6 +73,10 @@ ImageStore EngineStorage::Unknown(const dockerclient::SystemInfo& info, std::str
 absl::StatusOr<ImageStore> EngineStorage::Store(const common::Context& ctx, const dockerclient::SystemInfo& info) {
   if (info.docker_root_dir.empty()) return Unknown(info, "Docker did not report its root directory (DockerRootDir)");
   if (info.driver_type.empty()) {
+    // The walk stays on one file system (a running container's merged view is a mount
+    // of its layers); these drivers keep each layer on a file system of its own.
+    if (info.driver == "btrfs" || info.driver == "zfs")
+      return Unknown(info, "its layers are file systems of their own (subvolumes, datasets), which dockershim does not walk");
     // A graph driver: layers (and writable layers) in <root>/<driver>, metadata in image/.
     const std::string layers = absl::StrCat(info.docker_root_dir, "/", info.driver);
     if (info.driver.empty() || !IsDirectory(layers))

@@ -90,18 +90,35 @@ TEST_F(EngineStorageTest, GraphDriverWithoutItsDirectoryIsUnknownAndLoggedOnce) 
   dockerclient::SystemInfo info;
   info.server_version = "28.5.2";
   info.docker_root_dir = root.str();
-  info.driver = "zfs";
+  info.driver = "vfs";
   ::testing::internal::CaptureStderr();
   auto first = storage_.Store(ctx_, info);
   auto second = storage_.Store(ctx_, info);
   const std::string log = ::testing::internal::GetCapturedStderr();
   ASSERT_TRUE(first.ok() && second.ok());
-  EXPECT_THAT(first->unknown, HasSubstr(root / "zfs"));
+  EXPECT_THAT(first->unknown, HasSubstr(root / "vfs"));
   EXPECT_TRUE(first->dirs.empty());
   EXPECT_EQ(first->mountpoint, root.str());
-  EXPECT_THAT(log, HasSubstr("Docker Engine 28.5.2 keeps images with storage driver \"zfs\""));
+  EXPECT_THAT(log, HasSubstr("Docker Engine 28.5.2 keeps images with storage driver \"vfs\""));
   EXPECT_THAT(log, HasSubstr("without used bytes or inodes (unknown, not 0)"));
   EXPECT_EQ(log.find("Docker Engine"), log.rfind("Docker Engine")) << "logged once: " << log;
+}
+
+TEST_F(EngineStorageTest, GraphDriversWithALayerPerFileSystemAreUnknown) {
+  TempDir root;
+  for (const char* driver : {"btrfs", "zfs"}) {
+    std::filesystem::create_directories(root / driver);
+    dockerclient::SystemInfo info;
+    info.docker_root_dir = root.str();
+    info.driver = driver;
+    ::testing::internal::CaptureStderr();
+    auto store = storage_.Store(ctx_, info);
+    const std::string log = ::testing::internal::GetCapturedStderr();
+    ASSERT_TRUE(store.ok()) << store.status();
+    EXPECT_THAT(store->unknown, HasSubstr("file systems of their own")) << driver;
+    EXPECT_TRUE(store->dirs.empty()) << driver;
+    EXPECT_THAT(log, HasSubstr(absl::StrCat("storage driver \"", driver, "\"")));
+  }
 }
 
 TEST_F(EngineStorageTest, ContainerdStoreIsTheContentStoreAndTheSnapshotterAskedOnce) {
