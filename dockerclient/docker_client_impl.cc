@@ -248,8 +248,12 @@ absl::StatusOr<std::vector<ImageSummary>> DockerClientImpl::ListImages(const com
 }
 
 absl::StatusOr<ImageInspect> DockerClientImpl::InspectImage(const common::Context& ctx, const std::string& ref) {
-  ASSIGN_OR_RETURN(
-      json body, GetJson(ctx, absl::StrCat("inspect image ", ref), absl::StrCat("/images/", ImagePath(ref), "/json")));
+  const std::string operation = absl::StrCat("inspect image ", ref);
+  ASSIGN_OR_RETURN(const std::string version, ApiVersion(ctx, operation));
+  // On the containerd image store, the manifests' sizes give what the image holds on
+  // disk (ParseImageInspect); graph drivers ignore the parameter.
+  const char* manifests = ApiAtLeast(version, 1, 48) ? "?manifests=1" : "";
+  ASSIGN_OR_RETURN(json body, GetJson(ctx, operation, absl::StrCat("/images/", ImagePath(ref), "/json", manifests)));
   return ParseImageInspect(body);
 }
 

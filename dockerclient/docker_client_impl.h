@@ -13,12 +13,16 @@
 
 namespace dockerclient {
 
-// The Engine API versions this client speaks: 1.41 is Docker 20.10, 1.51 Docker 28.5.
-// Checked against the API changelog up to 1.51: what the client decodes (inspects,
-// lists, /info, exec, pull progress) changed only by additions and by dropping fields
-// it does not read (image Config's container-only fields in 1.50, /info's BridgeNf*).
+// The Engine API versions this client speaks: 1.41 is Docker 20.10, 1.51 Docker 28.5,
+// 1.55 Docker 29.7. Checked against the API changelog up to 1.55 (docs/engine-api.md):
+// what the client decodes (inspects, lists, /info, events, exec, pull progress) changed
+// by additions and by dropping fields it does not read (image Config's container-only
+// fields in 1.50; in 1.52 the events' status/id/from, NetworkSettings' top-level
+// addresses, empty image Config fields, GraphDriver on the containerd store), and what
+// it sends uses none of what 1.52-1.55 removed or changed (Config.MacAddress, empty
+// PortBindings, KernelMemoryTCP, per-device blkio updates).
 inline constexpr std::string_view kMinApiVersion = "1.41";
-inline constexpr std::string_view kMaxApiVersion = "1.51";
+inline constexpr std::string_view kMaxApiVersion = "1.55";
 
 // The version to use with a server that reports `server` ("1.43"): the lower of it and
 // kMaxApiVersion. FAILED_PRECONDITION when the server is older than kMinApiVersion or

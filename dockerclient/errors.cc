@@ -50,12 +50,25 @@ absl::StatusCode CodeForDockerError(int http_status, std::string_view message, C
   return CodeForHttpStatus(http_status, conflict);
 }
 
+namespace {
+
+// Docker's own client of its containerd (gRPC) failing to connect or losing the
+// connection: a dial of a unix socket, or gRPC's transport wording. Neither comes from a
+// registry (Go's HTTP client says "dial tcp").
+bool ContainerdUnreachable(std::string_view message) {
+  return absl::StrContains(Av(message), "dial unix ") || absl::StrContains(Av(message), "connection error: desc = ");
+}
+
+}  // namespace
+
 absl::Status HttpError(int http_status, std::string_view body, std::string_view operation,
                        ConflictMeans conflict) {
   std::string message = DockerErrorMessage(body);
   if (message.empty()) message = absl::StrCat("HTTP ", http_status);
+  const std::string_view cause =
+      http_status == 503 && ContainerdUnreachable(message) ? "Docker cannot reach its containerd: " : "";
   return absl::Status(CodeForDockerError(http_status, message, conflict),
-                      absl::StrCat(Av(operation), ": ", message));
+                      absl::StrCat(Av(operation), ": ", Av(cause), message));
 }
 
 namespace {
@@ -104,6 +117,12 @@ absl::StatusCode PullErrorCode(std::string_view message, int http_status) {
 }
 
 absl::Status PullError(std::string_view reference, std::string_view message, int http_status) {
+  // The containerd image store pulls through Docker's containerd: its failures are not
+  // the registry's.
+  if (ContainerdUnreachable(message)) {
+    return absl::UnavailableError(absl::StrCat("pull image ", Av(reference),
+                                               ": Docker cannot reach its containerd: ", Av(message)));
+  }
   const absl::StatusCode code = PullErrorCode(message, http_status);
   if (code != absl::StatusCode::kUnavailable) {
     return absl::Status(code, absl::StrCat("pull image ", Av(reference), ": ", Av(message)));

@@ -105,6 +105,16 @@ SystemInfo ParseInfo(const json& j) {
   s.server_version = Str(j, "ServerVersion");
   s.kernel_version = Str(j, "KernelVersion");
   s.operating_system = Str(j, "OperatingSystem");
+  const json& status = Field(j, "DriverStatus");  // [["driver-type", "io.containerd.snapshotter.v1"], ...]
+  if (status.is_array()) {
+    for (const json& pair : status) {
+      if (pair.is_array() && pair.size() == 2 && pair[0] == "driver-type" && pair[1].is_string())
+        s.driver_type = pair[1].get<std::string>();
+    }
+  }
+  const json& containerd = Field(j, "Containerd");
+  s.containerd_address = Str(containerd, "Address");
+  s.containerd_namespace = Str(Field(containerd, "Namespaces"), "Containers");
   s.raw = j;
   return s;
 }
@@ -126,6 +136,13 @@ ImageInspect ParseImageInspect(const json& j) {
   i.repo_tags = Strings(j, "RepoTags");
   i.repo_digests = Strings(j, "RepoDigests");
   i.size = Int(j, "Size");
+  // The containerd store's Size is the packed content of one platform; its manifests
+  // (asked for with manifests=1) hold what each platform present takes on disk, packed
+  // and unpacked, whose sum is the image list's Size (and docker system df's).
+  if (const json& manifests = Field(j, "Manifests"); manifests.is_array() && !manifests.empty()) {
+    i.size = 0;
+    for (const json& m : manifests) i.size += Int(Field(m, "Size"), "Total");
+  }
   i.created = Str(j, "Created");
   i.os = Str(j, "Os");
   i.architecture = Str(j, "Architecture");
@@ -218,6 +235,8 @@ ContainerInspect ParseContainerInspect(const json& j) {
     }
   }
   c.upper_dir = Str(Field(Field(j, "GraphDriver"), "Data"), "UpperDir");
+  c.storage_driver = Str(Field(Field(Field(j, "Storage"), "RootFS"), "Snapshot"), "Name");
+  if (c.storage_driver.empty()) c.storage_driver = Str(Field(j, "GraphDriver"), "Name");
   c.raw = j;
   return c;
 }

@@ -29,6 +29,12 @@ struct SystemInfo {
   std::vector<std::string> runtimes;
   std::string server_version;
   std::string kernel_version, operating_system;
+  // DriverStatus's "driver-type": "io.containerd.snapshotter.v1" when images are in
+  // containerd (Docker's containerd image store); empty with a graph driver.
+  std::string driver_type;
+  // The containerd that dockerd uses (Containerd.Address, API 1.46+) and the namespace
+  // of its containers ("moby").
+  std::string containerd_address, containerd_namespace;
   nlohmann::json raw;
 };
 
@@ -52,7 +58,7 @@ struct ImageConfig {
 struct ImageInspect {
   std::string id;
   std::vector<std::string> repo_tags, repo_digests;
-  int64_t size = 0;
+  int64_t size = 0;  // on disk, as the image list says: with the containerd store, content and snapshots
   std::string created;  // RFC 3339
   std::string os, architecture;
   ImageConfig config;
@@ -121,6 +127,9 @@ struct ContainerInspect {
   // GraphDriver.Data.UpperDir: the writable layer's directory (overlay2); empty with
   // storage drivers that have none.
   std::string upper_dir;
+  // What holds its root filesystem: the snapshotter (Storage.RootFS.Snapshot.Name, API
+  // 1.52+) or the graph driver (GraphDriver.Name; the snapshotter before 1.52).
+  std::string storage_driver;
   nlohmann::json raw;
 };
 

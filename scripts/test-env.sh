@@ -1,8 +1,10 @@
 #!/bin/bash
 # Prepares what the integration tests need, on this machine, offline. Idempotent; run as root.
-#   (a) three Docker Engines: Debian 12's 20.10 (reuses whatever `docker info` reaches, else
-#       starts dockerd) and 26.1 and 28.5 beside it (scripts/docker-engines.sh);
-#       DOCKERSHIM_TEST_ENGINES="20 26 28" (the default) names the ones to prepare;
+#   (a) the Docker Engines: Debian 12's 20.10 (reuses whatever `docker info` reaches, else
+#       starts dockerd) and beside it 26.1, 28.5, and 28.5 with the containerd image store
+#       (scripts/docker-engines.sh: 26, 28, 28c; 29 when DOCKERSHIM_ENGINE_29_DIR names a
+#       hand-built Docker 29); DOCKERSHIM_TEST_ENGINES="20 26 28 28c" (the default) names
+#       the ones to prepare;
 #   (b) two registries (Debian docker-registry) on 127.0.0.1: :5000 without auth and
 #       :5001 with htpasswd auth (tester / s3cret-pass); Docker treats 127.0.0.0/8 as an
 #       insecure registry, so plain HTTP works;
@@ -20,7 +22,7 @@ AUTH_PORT=5001
 AUTH_USER=tester
 AUTH_PASSWORD=s3cret-pass
 CNI_BIN=/usr/lib/cni
-ENGINES=${DOCKERSHIM_TEST_ENGINES:-20 26 28}
+ENGINES=${DOCKERSHIM_TEST_ENGINES:-20 26 28 28c}
 EXTRA_ENGINES=$(tr ' ' '\n' <<<"$ENGINES" | grep -vx 20 | xargs || true)
 
 log() { echo "test-env: $*"; }
@@ -177,14 +179,17 @@ for n in $ENGINES; do
   fi
 done
 "$ROOT/scripts/test-images.sh"
-# The other engines get the very same images (same IDs, so the registries' tags match).
+# The other engines get the very same images. On a graph driver they have the same IDs
+# (the config's digest); the containerd store names an image by its manifest's digest,
+# which a load makes anew, so an image is compared by what it is made of.
+IDENTITY='{{.Created}} {{.RootFS.Layers}} {{.Config.User}}'
 mapfile -t test_images < <(docker images --format '{{.Repository}}:{{.Tag}}' 'dockershim-test/*')
 for n in $EXTRA_ENGINES; do
   endpoint=$(engine_endpoint "$n")
   missing=()
   for image in "${test_images[@]}"; do
-    want=$(docker image inspect -f '{{.Id}}' "$image")
-    have=$(DOCKER_HOST=$endpoint docker image inspect -f '{{.Id}}' "$image" 2>/dev/null || true)
+    want=$(docker image inspect -f "$IDENTITY" "$image")
+    have=$(DOCKER_HOST=$endpoint docker image inspect -f "$IDENTITY" "$image" 2>/dev/null || true)
     [[ $want == "$have" ]] || missing+=("$image")
   done
   if ((${#missing[@]})); then
@@ -226,9 +231,11 @@ export DOCKERSHIM_TEST_AUTH_REGISTRY=127.0.0.1:$AUTH_PORT
 export DOCKERSHIM_TEST_AUTH_USER=$AUTH_USER
 export DOCKERSHIM_TEST_AUTH_PASSWORD=$AUTH_PASSWORD
 export DOCKERSHIM_TEST_CNI_BIN=$CNI_BIN
-# Stops and starts the private engines (26, 28) for the tests that restart dockerd.
+# Stops and starts the private engines (26, 28, 28c, 29) for the tests that restart dockerd.
 export DOCKERSHIM_TEST_ENGINE_CTL=$ROOT/scripts/docker-engines.sh
 EOF
+  # which engine 29 is, for that script
+  [[ -z ${DOCKERSHIM_ENGINE_29_DIR:-} ]] || echo "export DOCKERSHIM_ENGINE_29_DIR=$DOCKERSHIM_ENGINE_29_DIR"
 } >"$W/env.sh"
 log "ready in $((SECONDS - start))s; settings (source $W/env.sh):"
 sed -n 's/^export /  /p' "$W/env.sh"

@@ -209,6 +209,70 @@ cleanup
 AUTH_CONFIG=
 docker rmi dockershim-test/registry-busybox:latest >/dev/null 2>&1 || true
 
+# ---- a multi-platform index ---------------------------------------------------------------
+# $REG/multiarch:latest: an OCI index of this node's platform (the registry busybox's
+# manifest) and another one (a layer of its own holding /platform, an arm64 config on an
+# amd64 node, else amd64), so that tests see that only this node's platform is pulled.
+# Built with the registry's HTTP API (no buildx offline); blobs are reproducible (fixed
+# tar mtime and owner, gzip -n), so an index that is there already is left alone.
+MULTI=multiarch
+ACCEPT_MANIFEST='application/vnd.docker.distribution.manifest.v2+json'
+ACCEPT_INDEX='application/vnd.oci.image.index.v1+json'
+upload_blob() { # file: into $MULTI unless there
+  local digest
+  digest=sha256:$(sha256sum "$1" | cut -c1-64)
+  curl -sf -o /dev/null -I "http://$REG/v2/$MULTI/blobs/$digest" && return
+  local location
+  location=$(curl -sf -D - -o /dev/null -X POST "http://$REG/v2/$MULTI/blobs/uploads/" |
+    tr -d '\r' | sed -n 's/^[Ll]ocation: //p')
+  [[ -n $location ]] || die "registry $REG refused a blob upload to $MULTI"
+  [[ $location == http* ]] || location="http://$REG$location"
+  [[ $location == *\?* ]] && location+="&" || location+="?"
+  curl -sf -o /dev/null -X PUT -H 'Content-Type: application/octet-stream' --data-binary "@$1" \
+    "${location}digest=$digest" || die "upload of blob $digest to $REG/$MULTI failed"
+}
+put_manifest() { # file media-type reference
+  curl -sf -o /dev/null -X PUT -H "Content-Type: $2" --data-binary "@$1" "http://$REG/v2/$MULTI/manifests/$3" ||
+    die "registry $REG refused manifest $3 of $MULTI"
+}
+digest_of() { echo "sha256:$(sha256sum "$1" | cut -c1-64)"; }
+size_of() { stat -c %s "$1"; }
+
+M=$(mktemp -d /tmp/dockershim-test-multiarch.XXXXXX)
+host_arch=$(dpkg --print-architecture)
+if [[ $host_arch == amd64 ]]; then other_arch=arm64; else other_arch=amd64; fi
+# this node's platform: the registry busybox, its manifest as the registry holds it
+curl -sf -H "Accept: $ACCEPT_MANIFEST" "http://$REG/v2/busybox/manifests/latest" >"$M/host.json" ||
+  die "no $REG/busybox:latest to build the multi-platform index from"
+for digest in $(grep -o 'sha256:[0-9a-f]\{64\}' "$M/host.json"); do
+  curl -sf -o /dev/null -X POST "http://$REG/v2/$MULTI/blobs/uploads/?mount=$digest&from=busybox" ||
+    die "cannot mount blob $digest into $REG/$MULTI"
+done
+# the other platform
+mkdir -p "$M/root"
+echo "$other_arch" >"$M/root/platform"
+tar --numeric-owner --owner=0 --group=0 --mtime=@0 --sort=name -C "$M/root" -cf "$M/layer.tar" .
+gzip -n -c "$M/layer.tar" >"$M/layer.tar.gz"
+printf '{"architecture":"%s","os":"linux","config":{"Cmd":["sh"]},"rootfs":{"type":"layers","diff_ids":["%s"]}}' \
+  "$other_arch" "$(digest_of "$M/layer.tar")" >"$M/config.json"
+printf '{"schemaVersion":2,"mediaType":"application/vnd.oci.image.manifest.v1+json","config":{"mediaType":"application/vnd.oci.image.config.v1+json","digest":"%s","size":%s},"layers":[{"mediaType":"application/vnd.oci.image.layer.v1.tar+gzip","digest":"%s","size":%s}]}' \
+  "$(digest_of "$M/config.json")" "$(size_of "$M/config.json")" \
+  "$(digest_of "$M/layer.tar.gz")" "$(size_of "$M/layer.tar.gz")" >"$M/other.json"
+printf '{"schemaVersion":2,"mediaType":"%s","manifests":[{"mediaType":"%s","digest":"%s","size":%s,"platform":{"architecture":"%s","os":"linux"}},{"mediaType":"application/vnd.oci.image.manifest.v1+json","digest":"%s","size":%s,"platform":{"architecture":"%s","os":"linux"}}]}' \
+  "$ACCEPT_INDEX" "$ACCEPT_MANIFEST" "$(digest_of "$M/host.json")" "$(size_of "$M/host.json")" "$host_arch" \
+  "$(digest_of "$M/other.json")" "$(size_of "$M/other.json")" "$other_arch" >"$M/index.json"
+remote_index=$(curl -sf -I -H "Accept: $ACCEPT_INDEX" "http://$REG/v2/$MULTI/manifests/latest" |
+  tr -d '\r' | sed -n 's/^[Dd]ocker-[Cc]ontent-[Dd]igest: //p' || true)
+if [[ $remote_index != "$(digest_of "$M/index.json")" ]]; then
+  upload_blob "$M/layer.tar.gz"
+  upload_blob "$M/config.json"
+  put_manifest "$M/host.json" "$ACCEPT_MANIFEST" "$(digest_of "$M/host.json")"
+  put_manifest "$M/other.json" application/vnd.oci.image.manifest.v1+json "$(digest_of "$M/other.json")"
+  put_manifest "$M/index.json" "$ACCEPT_INDEX" latest
+  log "pushed $REG/$MULTI:latest ($host_arch and $other_arch)"
+fi
+rm -rf "$M"
+
 # Registry-named tags left behind (e.g. by an earlier test run that pulled) go too.
 for ref in $(docker images --format '{{.Repository}}:{{.Tag}}' | grep -E "^($REG|$AUTH_REG)/" || true); do
   docker rmi "$ref" >/dev/null 2>&1 || log "note: could not untag $ref (in use?)"

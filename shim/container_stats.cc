@@ -29,7 +29,7 @@ absl::StatusOr<v1::ContainerStatsResponse> CriService::ContainerStats(const comm
   ASSIGN_OR_RETURN(v1::ListContainersResponse listed, ListContainers(ctx, list));
   ASSIGN_OR_RETURN(v1::Container container, FindById(listed.containers(), req.container_id(), "container"));
   v1::ContainerStatsResponse resp;
-  *resp.mutable_stats() = ToContainerStats(stats_->Container(ctx, std::move(container)), info->docker_root_dir);
+  *resp.mutable_stats() = ToContainerStats(stats_->Container(ctx, std::move(container)), ImageFsMountpoint(ctx, *info));
   return resp;
 }
 
@@ -42,7 +42,7 @@ absl::StatusOr<v1::ListContainerStatsResponse> CriService::ListContainerStats(co
   *filter.mutable_label_selector() = req.filter().label_selector();
   ASSIGN_OR_RETURN(std::vector<ContainerFigures> figures, FiguresOfContainers(ctx, filter));
   v1::ListContainerStatsResponse resp;
-  for (const ContainerFigures& container : figures) *resp.add_stats() = ToContainerStats(container, info->docker_root_dir);
+  for (const ContainerFigures& container : figures) *resp.add_stats() = ToContainerStats(container, ImageFsMountpoint(ctx, *info));
   return resp;
 }
 

@@ -8,6 +8,7 @@
 #include "shim/imagevolumes/image_volumes.h"
 #include "shim/naming.h"
 #include "shim/stats_sampler.h"
+#include "shim/storage/engine_storage.h"
 #include "shim/view/container_view.h"
 
 namespace shim {
@@ -19,8 +20,16 @@ CriService::CriService(Options options, dockerclient::DockerClient& docker, netw
       checkpoints_(options_.root_directory, options_.cri_dockerd_root_directory),
       oom_(options_.oom_score_adj_floor),
       host_capabilities_(ReadHostCapabilities(options_.proc_root)),
-      stats_(std::make_unique<StatsSampler>(docker, SamplerOptions{options_.proc_root, options_.cgroup_prefix,
-                                                                   options_.clock, options_.writable_layers})),
+      storage_(std::make_unique<storage::EngineStorage>(
+          options_.connect_containerd ? options_.connect_containerd : containerdclient::Connect, options_.clock)),
+      stats_(std::make_unique<StatsSampler>(
+          docker, SamplerOptions{options_.proc_root, options_.cgroup_prefix, options_.clock, options_.writable_layers,
+                                 [this](const common::Context& ctx, const dockerclient::ContainerInspect& c)
+                                     -> absl::StatusOr<std::string> {
+                                   ASSIGN_OR_RETURN(std::shared_ptr<const dockerclient::SystemInfo> info,
+                                                    CachedInfo(ctx));
+                                   return storage_->WritableLayerDir(ctx, *info, c);
+                                 }})),
       image_volumes_(std::make_unique<imagevolumes::ImageVolumes>(docker, options_.root_directory + "/image-volumes")),
       own_netns_addresses_(options_.netns_addresses ? nullptr : std::make_unique<network::NetlinkAddressReader>()),
       netns_addresses_(options_.netns_addresses ? *options_.netns_addresses : *own_netns_addresses_) {

@@ -20,6 +20,7 @@
 #include "absl/synchronization/mutex.h"
 #include "common/context.h"
 #include "common/phase_timer.h"
+#include "containerdclient/containerd_client.h"
 #include "dockerclient/docker_client.h"
 #include "api/cri.h"
 #include "shim/capabilities.h"
@@ -42,6 +43,9 @@ class WritableLayerCollector;
 namespace shim::imagevolumes {
 class ImageVolumes;
 }  // namespace shim::imagevolumes
+namespace shim::storage {
+class EngineStorage;
+}  // namespace shim::storage
 
 namespace shim::oom {
 class OomKills;
@@ -87,6 +91,9 @@ struct Options {
   // Measures containers' writable layers in the background; without it container stats
   // carry no writable-layer figures.
   stats::WritableLayerCollector* writable_layers = nullptr;
+  // Connects to the containerd of Docker's containerd image store (its socket path), which
+  // says where images and writable layers are; containerdclient::Connect when unset.
+  std::function<std::unique_ptr<containerdclient::ContainerdClient>(const std::string& address)> connect_containerd;
   // Relists from memory: status calls read the view's held inspects while it is live
   // (lists go through the ViewClient the service is given). Null: status calls ask Docker.
   view::ContainerView* container_view = nullptr;
@@ -270,6 +277,10 @@ class CriService {
   // At start: writes the files `created` was created with (kCgroupFilesLabel) once runc
   // has made its cgroup; stops the container when they cannot be written.
   absl::Status WriteCreatedCgroupFiles(const common::Context& ctx, const dockerclient::ContainerInspect& created);
+  // The directory that names the image store's file system (ImageFsInfo's fs_id, and
+  // the writable layers' in stats): image_fs_info.cc. DockerRootDir while containerd
+  // cannot say where its snapshotter is.
+  std::string ImageFsMountpoint(const common::Context& ctx, const dockerclient::SystemInfo& info);
   // Stats helpers (container_stats.cc, sandbox_stats.cc): containers as ListContainers
   // lists them, pods with their containers, and what was read of each.
   absl::StatusOr<std::vector<ContainerFigures>> FiguresOfContainers(const common::Context& ctx,
@@ -306,6 +317,7 @@ class CriService {
   OomScoreClamp oom_;
   const std::optional<HostCapabilities> host_capabilities_;  // unset when /proc did not say
   std::atomic<bool> capability_clamp_logged_{false};
+  std::unique_ptr<storage::EngineStorage> storage_;  // where images and writable layers are
   std::unique_ptr<StatsSampler> stats_;
   std::unique_ptr<imagevolumes::ImageVolumes> image_volumes_;  // image mounts on engines before API 1.48
 
@@ -320,7 +332,7 @@ class CriService {
   std::shared_ptr<const dockerclient::SystemInfo> features_info_;  // the /info features_ came from
   struct FsUsage {
     absl::Time measured_at = absl::InfinitePast();
-    std::string mountpoint;
+    std::vector<std::string> dirs;  // measured
     uint64_t bytes = 0, inodes = 0;
   };
   // Its own lock, held through a walk of the layer store (seconds on a big node): a

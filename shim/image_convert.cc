@@ -2,6 +2,7 @@
 
 #include "absl/strings/match.h"
 #include "absl/strings/numbers.h"
+#include "shim/image_ref.h"
 
 namespace shim {
 
@@ -21,7 +22,7 @@ ImageUser ParseImageUser(const std::string& user) {
 std::vector<std::string> RealReferences(const std::vector<std::string>& refs) {
   std::vector<std::string> out;
   for (const auto& r : refs)
-    if (!absl::StartsWith(r, "<none>")) out.push_back(r);
+    if (!absl::StartsWith(r, "<none>") && !LooksLikeImageId(r)) out.push_back(r);
   return out;
 }
 

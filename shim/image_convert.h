@@ -16,7 +16,9 @@ struct ImageUser {
 };
 ImageUser ParseImageUser(const std::string& user);
 
-// Drops Docker's "<none>:<none>" / "<none>@<none>" placeholders.
+// Drops Docker's "<none>:<none>" / "<none>@<none>" placeholders, and bare digests: Docker
+// 28's containerd store lists a pulled image whose tags are gone with "sha256:<hex>" among
+// its RepoDigests (its inspect has none), which names no repository.
 std::vector<std::string> RealReferences(const std::vector<std::string>& refs);
 
 runtime::v1::Image ToCriImage(const dockerclient::ImageInspect& image, bool pinned);

@@ -48,7 +48,7 @@ absl::StatusOr<v1::PodSandboxStatsResponse> CriService::PodSandboxStats(const co
   ASSIGN_OR_RETURN(v1::PodSandbox sandbox, FindById(listed.items(), req.pod_sandbox_id(), "pod sandbox"));
   ASSIGN_OR_RETURN(std::vector<PodFigures> pods, FiguresOfPods(ctx, {std::move(sandbox)}));
   v1::PodSandboxStatsResponse resp;
-  *resp.mutable_stats() = ToPodSandboxStats(pods.front(), info->docker_root_dir);
+  *resp.mutable_stats() = ToPodSandboxStats(pods.front(), ImageFsMountpoint(ctx, *info));
   return resp;
 }
 
@@ -61,7 +61,7 @@ absl::StatusOr<v1::ListPodSandboxStatsResponse> CriService::ListPodSandboxStats(
   *filter.mutable_label_selector() = req.filter().label_selector();
   ASSIGN_OR_RETURN(std::vector<PodFigures> pods, FiguresOfReadyPods(ctx, filter));
   v1::ListPodSandboxStatsResponse resp;
-  for (const PodFigures& pod : pods) *resp.add_stats() = ToPodSandboxStats(pod, info->docker_root_dir);
+  for (const PodFigures& pod : pods) *resp.add_stats() = ToPodSandboxStats(pod, ImageFsMountpoint(ctx, *info));
   return resp;
 }
 

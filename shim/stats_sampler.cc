@@ -79,6 +79,16 @@ absl::StatusOr<StatsSampler::Facts> StatsSampler::FactsOf(const common::Context&
   }
   ASSIGN_OR_RETURN(dockerclient::ContainerInspect inspect, docker_.InspectContainer(ctx, id));
   Facts facts{inspect.state.pid, inspect.cgroup_parent, inspect.upper_dir, inspect.network_mode == "host"};
+  if (options_.writable_layers && options_.writable_layer_dir) {
+    absl::StatusOr<std::string> dir = options_.writable_layer_dir(ctx, inspect);
+    if (!dir.ok()) {
+      // Not kept, so that a later sample asks again; the other figures stand.
+      LOG_DEBUG << "stats: cannot find container " << id << "'s writable layer: " << dir.status().message();
+      facts.upper_dir.clear();
+      return facts;
+    }
+    facts.upper_dir = *std::move(dir);
+  }
   const absl::Time now = Now();
   std::lock_guard lock(mu_);
   Tracked& tracked = tracked_[id];

@@ -60,6 +60,10 @@ struct SamplerOptions {
   std::string cgroup_prefix;              // before every cgroup mount point (a fake tree in tests)
   std::function<absl::Time()> clock;      // absl::Now when unset
   stats::WritableLayerCollector* writable_layers = nullptr;  // none: no writable-layer figures
+  // The directory of a container's writable layer ("" when it has none to measure); its
+  // inspect's upper directory (a graph driver's) when unset.
+  std::function<absl::StatusOr<std::string>(const common::Context&, const dockerclient::ContainerInspect&)>
+      writable_layer_dir;
 };
 
 class StatsSampler {

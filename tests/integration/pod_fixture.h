@@ -49,6 +49,7 @@
 #include "absl/strings/match.h"
 #include "absl/strings/str_cat.h"
 #include "absl/strings/str_split.h"
+#include "absl/strings/strip.h"
 #include "common/status.h"
 #include "dockerclient/docker_client_impl.h"
 #include "shim/cri_service.h"

@@ -377,21 +377,68 @@ TEST_F(StatsIntegration, StoppedContainerIsListedWithoutCpuOrMemory) {
   EXPECT_EQ(PodStats("0123456789abcdef0123").status().code(), absl::StatusCode::kNotFound);
 }
 
-TEST_F(StatsIntegration, WritableLayerIsMeasuredInTheBackground) {
-  auto p = RunPodWith("disk", Busybox("writer", "dd if=/dev/zero of=/blob bs=1M count=4 && sleep 600"));
+// The directory of a running container's writable layer as the kernel mounted it: the
+// upperdir of its root's overlay mount (graph driver and containerd store alike).
+std::string UpperDirOfRunning(int pid) {
+  for (absl::string_view line : absl::StrSplit(ReadFile(absl::StrCat("/proc/", pid, "/mountinfo")), '\n')) {
+    const std::vector<absl::string_view> fields = absl::StrSplit(line, ' ');
+    if (fields.size() < 5 || fields[4] != "/") continue;
+    for (absl::string_view option : absl::StrSplit(line.substr(line.find(" - ")), ',')) {
+      if (absl::ConsumePrefix(&option, "upperdir=")) return std::string(option);
+    }
+  }
+  return "";
+}
+
+// du's figures for `dir` (-x: its own file system), bytes allocated and inodes.
+std::pair<uint64_t, uint64_t> Du(const std::string& dir) {
+  const std::string bytes = testenv::Sh("du -sx -B1 " + dir + " | cut -f1");
+  const std::string inodes = testenv::Sh("du -sx --inodes " + dir + " | cut -f1");
+  return {std::stoull(bytes.empty() ? "0" : bytes), std::stoull(inodes.empty() ? "0" : inodes)};
+}
+
+TEST_F(StatsIntegration, WritableLayerIsMeasuredInTheBackgroundAsDuAndDockerMeasureIt) {
+  auto p = RunPodWith("disk", Busybox("writer", "dd if=/dev/zero of=/blob bs=1M count=20 && sleep 600"));
   ASSERT_TRUE(p.ok()) << p.status();
   const int64_t started = absl::ToUnixNanos(absl::Now());
   auto stats = WaitFor<v1::ContainerStats>([&] { return Stats(p->container_id); },
                                            [](const v1::ContainerStats& s) {
-                                             return s.writable_layer().used_bytes().value() >= 4 * kMiB;
+                                             return s.writable_layer().used_bytes().value() >= 20 * kMiB;
                                            });
   ASSERT_TRUE(stats.ok()) << stats.status();
   const v1::FilesystemUsage& layer = stats->writable_layer();
-  EXPECT_THAT(layer.used_bytes().value(), Ge(4 * kMiB)) << stats->DebugString();
-  EXPECT_THAT(layer.used_bytes().value(), Le(5 * kMiB));
   EXPECT_THAT(layer.inodes_used().value(), Ge(2u)) << "the layer's root and /blob";
-  EXPECT_EQ(layer.fs_id().mountpoint(), Sh("docker info -f '{{.DockerRootDir}}' | tr -d '\\n'"));
   EXPECT_GE(layer.timestamp(), started - absl::ToInt64Nanoseconds(absl::Seconds(5)));
+  // The file system ImageFsInfo names for containers.
+  auto fs = service_->ImageFsInfo(ctx_, v1::ImageFsInfoRequest());
+  ASSERT_TRUE(fs.ok()) << fs.status();
+  EXPECT_EQ(layer.fs_id().mountpoint(), fs->container_filesystems(0).fs_id().mountpoint());
+
+  // du of the directory the kernel mounted as the container's upper layer.
+  auto inspect = Inspect(p->container_id);
+  ASSERT_TRUE(inspect.ok()) << inspect.status();
+  const std::string upper = UpperDirOfRunning(inspect->state.pid);
+  ASSERT_FALSE(upper.empty()) << "no overlay root in /proc/" << inspect->state.pid << "/mountinfo";
+  const auto [du_bytes, du_inodes] = Du(upper);
+  EXPECT_EQ(layer.used_bytes().value(), du_bytes) << upper;
+  EXPECT_EQ(layer.inodes_used().value(), du_inodes) << upper;
+  // Docker's figure (docker ps -s): the logical size of what the container changed.
+  const uint64_t docker_rw = std::stoull(testenv::Sh("docker inspect --size -f '{{.SizeRw}}' " + p->container_id));
+  std::printf("writable layer of 20 MiB written: shim %llu bytes / %llu inodes, du %llu / %llu (%s), docker SizeRw %llu\n",
+              static_cast<unsigned long long>(layer.used_bytes().value()),
+              static_cast<unsigned long long>(layer.inodes_used().value()), static_cast<unsigned long long>(du_bytes),
+              static_cast<unsigned long long>(du_inodes), upper.c_str(), static_cast<unsigned long long>(docker_rw));
+  EXPECT_THAT(docker_rw, Ge(20 * kMiB));
+  EXPECT_THAT(layer.used_bytes().value(), Ge(docker_rw)) << "allocated blocks hold at least the bytes";
+  EXPECT_THAT(layer.used_bytes().value(), Le(docker_rw + kMiB));
+
+  // A stopped container keeps its layer, and its figure.
+  v1::StopContainerRequest stop;
+  stop.set_container_id(p->container_id);
+  ASSERT_TRUE(service_->StopContainer(ctx_, stop).ok());
+  auto stopped = Stats(p->container_id);
+  ASSERT_TRUE(stopped.ok()) << stopped.status();
+  EXPECT_EQ(stopped->writable_layer().used_bytes().value(), du_bytes) << stopped->DebugString();
 }
 
 TEST_F(StatsIntegration, ListPodSandboxStatsFiltersAndCarriesContainers) {

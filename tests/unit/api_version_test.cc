@@ -32,10 +32,12 @@ INSTANTIATE_TEST_SUITE_P(Table, NegotiateApiVersionTest,
                                            Case{"1.45", "1.45"},  // Docker 26.1
                                            Case{"1.47", "1.47"},  // Docker 27.4
                                            Case{"1.48", "1.48"},  // Docker 28.0
-                                           Case{"1.51", "1.51"},  // Docker 28.5, the newest we speak
-                                           Case{"1.52", "1.51"},  // newer servers accept older clients
-                                           Case{"2.0", "1.51"},
-                                           Case{"1.100", "1.51"},  // compared as numbers, not text
+                                           Case{"1.51", "1.51"},  // Docker 28.5
+                                           Case{"1.52", "1.52"},  // Docker 29.0
+                                           Case{"1.55", "1.55"},  // Docker 29.7, the newest we speak
+                                           Case{"1.56", "1.55"},  // newer servers accept older clients
+                                           Case{"2.0", "1.55"},
+                                           Case{"1.100", "1.55"},  // compared as numbers, not text
                                            Case{"1.40", nullptr},  // Docker 19.03
                                            Case{"1.9", nullptr}, Case{"0.99", nullptr}, Case{"", nullptr},
                                            Case{"1", nullptr}, Case{"v1.41", nullptr}, Case{"1.x", nullptr},

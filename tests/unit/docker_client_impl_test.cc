@@ -160,20 +160,20 @@ common::Context Ctx() { return common::Context::WithTimeout(absl::Seconds(10)); 
 
 TEST(DockerClientImplTest, NegotiatesOnceAndPrefixesEveryPath) {
   FakeDockerd dockerd;
-  dockerd.SetApiVersion("1.52");
-  dockerd.On("GET /v1.51/info", [](auto&) { return Json(200, R"({"ServerVersion":"29.0.0","CgroupVersion":"2"})"); });
-  dockerd.On("GET /v1.51/version", [](auto&) { return Json(200, R"({"ApiVersion":"1.52"})"); });
+  dockerd.SetApiVersion("1.56");
+  dockerd.On("GET /v1.55/info", [](auto&) { return Json(200, R"({"ServerVersion":"30.0.0","CgroupVersion":"2"})"); });
+  dockerd.On("GET /v1.55/version", [](auto&) { return Json(200, R"({"ApiVersion":"1.56"})"); });
   auto client = dockerd.Client();
   auto info = client->Info(Ctx());
   ASSERT_TRUE(info.ok()) << info.status();
-  EXPECT_EQ(info->server_version, "29.0.0");
+  EXPECT_EQ(info->server_version, "30.0.0");
   auto version = client->Version(Ctx());
   ASSERT_TRUE(version.ok()) << version.status();
-  EXPECT_EQ(version->api_version, "1.52");
+  EXPECT_EQ(version->api_version, "1.56");
   EXPECT_EQ(dockerd.Count("GET /_ping"), 1);
   auto ping = client->Ping(Ctx());
   ASSERT_TRUE(ping.ok()) << ping.status();
-  EXPECT_EQ(*ping, "1.51");
+  EXPECT_EQ(*ping, "1.55");
 }
 
 TEST(DockerClientImplTest, TooOldDaemonIsRefusedUntilItIsUpgraded) {

@@ -7,6 +7,7 @@ namespace dockerclient {
 namespace {
 
 using ::testing::HasSubstr;
+using ::testing::Not;
 
 struct CodeCase {
   int http_status;
@@ -144,6 +145,41 @@ TEST(PullErrorTest, NamesTheRegistryThatCannotBeReached) {
                                        0);
   EXPECT_EQ(local.code(), absl::StatusCode::kUnavailable);
   EXPECT_THAT(local.message(), HasSubstr("pull image 127.0.0.1:1/busybox:latest: registry 127.0.0.1:1 cannot be reached: "));
+}
+
+TEST(PullErrorTest, ContainerdThatDockerCannotReachIsNotTheRegistry) {
+  // Docker 28.5 with the containerd image store, its containerd killed (HTTP 503).
+  const absl::Status s = PullError("127.0.0.1:5000/busybox:1.0",
+                                   "Unavailable: connection error: desc = \"transport: Error while dialing: dial unix "
+                                   "/run/docker/containerd/containerd.sock: connect: connection refused\"",
+                                   503);
+  EXPECT_EQ(s.code(), absl::StatusCode::kUnavailable);
+  EXPECT_THAT(s.message(), HasSubstr("pull image 127.0.0.1:5000/busybox:1.0: Docker cannot reach its containerd: "));
+  EXPECT_THAT(s.message(), HasSubstr("containerd.sock"));
+  EXPECT_THAT(s.message(), Not(HasSubstr("registry")));
+}
+
+TEST(PullErrorTest, ALostConnectionToContainerdIsNotTheRegistryEither) {
+  // Docker 29.7 when its containerd is killed mid-call.
+  const absl::Status s = PullError(
+      "127.0.0.1:5000/busybox:1.0",
+      "Unavailable: connection error: desc = \"error reading server preface: connection reset by peer\"", 503);
+  EXPECT_EQ(s.code(), absl::StatusCode::kUnavailable);
+  EXPECT_THAT(s.message(), HasSubstr("Docker cannot reach its containerd: "));
+}
+
+TEST(HttpErrorTest, A503OfDockersContainerdSaysSo) {
+  const absl::Status gone = HttpError(
+      503,
+      R"({"message":"Unavailable: connection error: desc = \"error reading server preface: connection reset by peer\""})",
+      "list images");
+  EXPECT_EQ(gone.code(), absl::StatusCode::kUnavailable);
+  EXPECT_EQ(gone.message(),
+            "list images: Docker cannot reach its containerd: Unavailable: connection error: desc = \"error reading "
+            "server preface: connection reset by peer\"");
+  // Another 503 keeps Docker's words alone.
+  const absl::Status other = HttpError(503, R"({"message":"this node is not a swarm manager"})", "list services");
+  EXPECT_EQ(other.message(), "list services: this node is not a swarm manager");
 }
 
 TEST(PullErrorTest, OtherFailuresKeepDockersMessage) {

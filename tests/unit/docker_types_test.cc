@@ -44,6 +44,24 @@ TEST(DockerTypesTest, ParseInfo) {
   EXPECT_EQ(s.raw, j);
 }
 
+TEST(DockerTypesTest, ParseInfoOfTheContainerdImageStore) {
+  // Docker 29.7.2 (API 1.55), its default store.
+  const SystemInfo s = ParseInfo(json::parse(R"({
+    "Driver": "overlayfs", "DriverStatus": [["driver-type", "io.containerd.snapshotter.v1"]],
+    "DockerRootDir": "/var/lib/docker",
+    "Containerd": {"Address": "/run/containerd/containerd.sock",
+                   "Namespaces": {"Containers": "moby", "Plugins": "plugins.moby"}}})"));
+  EXPECT_EQ(s.driver, "overlayfs");
+  EXPECT_EQ(s.driver_type, "io.containerd.snapshotter.v1");
+  EXPECT_EQ(s.containerd_address, "/run/containerd/containerd.sock");
+  EXPECT_EQ(s.containerd_namespace, "moby");
+  // A graph driver (overlay2 on 28.5): its status lines, no driver type.
+  const SystemInfo graph = ParseInfo(json::parse(R"({"Driver": "overlay2", "DriverStatus": [
+    ["Backing Filesystem", "extfs"], ["Supports d_type", "true"], ["Native Overlay Diff", "true"]]})"));
+  EXPECT_EQ(graph.driver_type, "");
+  EXPECT_EQ(graph.containerd_address, "");
+}
+
 TEST(DockerTypesTest, ParseImageSummary) {
   const ImageSummary s = ParseImageSummary(json::parse(R"({
     "Id": "sha256:aaa", "RepoTags": ["busybox:latest", "busybox:1.36"],
@@ -98,6 +116,42 @@ TEST(DockerTypesTest, ImageInspectWithNullConfigAndLists) {
   EXPECT_TRUE(nulls.config.env.empty());
   EXPECT_TRUE(nulls.config.entrypoint.empty());
   EXPECT_TRUE(nulls.config.user.empty());
+}
+
+TEST(DockerTypesTest, ImageInspectOfApi152AndLaterOmitsEmptyConfigFields) {
+  // Docker 29.7.2 at API 1.55 (containerd store, with manifests=1): Config has only what
+  // is set; Parent, DockerVersion, Author and GraphDriver are gone.
+  const ImageInspect i = ParseImageInspect(json::parse(R"({
+    "Id": "sha256:a966", "RepoTags": ["dockershim-test/busybox:latest"],
+    "RepoDigests": ["dockershim-test/busybox@sha256:a966"], "Comment": "Imported from -",
+    "Created": "2026-12-06T04:35:08.900982501Z", "Config": {"Cmd": ["sh"], "Labels": {"k": "v"}},
+    "Architecture": "amd64", "Os": "linux", "Size": 2233683,
+    "RootFS": {"Type": "layers", "Layers": ["sha256:db0b"]}, "Metadata": {"LastTagTime": "2026-12-06T04:42:53Z"},
+    "Descriptor": {"mediaType": "application/vnd.docker.distribution.manifest.v2+json", "digest": "sha256:a966",
+                   "size": 422},
+    "Manifests": [{"ID": "sha256:a966", "Available": true, "Size": {"Content": 2233683, "Total": 4293971},
+                   "Kind": "image", "ImageData": {"Platform": {"architecture": "amd64", "os": "linux"},
+                                                  "Size": {"Unpacked": 2060288}}}]})"));
+  EXPECT_EQ(i.id, "sha256:a966");
+  EXPECT_TRUE(i.config.user.empty());
+  EXPECT_TRUE(i.config.env.empty());
+  EXPECT_TRUE(i.config.entrypoint.empty());
+  EXPECT_THAT(i.config.cmd, ElementsAre("sh"));
+  EXPECT_TRUE(i.config.volumes.empty());
+  EXPECT_EQ(i.config.working_dir, "");
+  EXPECT_EQ(i.size, 4293971) << "the manifests' content and snapshots, as the image list says";
+}
+
+TEST(DockerTypesTest, ImageSizeOnTheContainerdStoreIsEveryPlatformsContentAndSnapshots) {
+  // A two-platform index of which this node pulled one: the other's manifest is not
+  // available (no content, no snapshot).
+  const ImageInspect i = ParseImageInspect(json::parse(R"({"Id": "sha256:index", "Size": 1074657, "Manifests": [
+    {"ID": "sha256:amd64", "Available": true, "Size": {"Content": 1074657, "Total": 3134945}, "Kind": "image"},
+    {"ID": "sha256:arm64", "Available": false, "Size": {"Content": 0, "Total": 0}, "Kind": "image"},
+    {"ID": "sha256:att", "Available": true, "Size": {"Content": 840, "Total": 840}, "Kind": "attestation"}]})"));
+  EXPECT_EQ(i.size, 3134945 + 840);
+  // A graph driver has no manifests: Size as it is.
+  EXPECT_EQ(ParseImageInspect(json::parse(R"({"Size": 1986689, "Manifests": null})")).size, 1986689);
 }
 
 TEST(DockerTypesTest, EntrypointAsLoneStringIsOneElement) {
@@ -256,6 +310,32 @@ TEST(DockerTypesTest, ContainerAddressFallsBackToFirstNetworkWithOne) {
                                   "bridge2": {"IPAddress": "10.0.0.5", "GlobalIPv6Address": "fd00::5"}}}})"));
   EXPECT_EQ(c.ip_address, "10.0.0.5");
   EXPECT_EQ(c.ipv6_address, "fd00::5");
+}
+
+TEST(DockerTypesTest, ContainerInspectOfApi152AndLater) {
+  // Docker 29.7.2 at API 1.55: NetworkSettings without the top-level addresses (only
+  // per network), Storage instead of GraphDriver on the containerd store.
+  const ContainerInspect c = ParseContainerInspect(json::parse(R"({"Id": "3736",
+    "NetworkSettings": {"SandboxID": "2022", "SandboxKey": "/run/docker/netns/2022d8719f5a", "Ports": {},
+      "Networks": {"bridge": {"NetworkID": "e1aa", "EndpointID": "e778", "Gateway": "172.31.29.1",
+                              "IPAddress": "172.31.29.2", "MacAddress": "da:c6:6d:de:a3:67", "IPPrefixLen": 24,
+                              "IPv6Gateway": "", "GlobalIPv6Address": "", "GlobalIPv6PrefixLen": 0}}},
+    "Storage": {"RootFS": {"Snapshot": {"Name": "overlayfs"}}}})"));
+  EXPECT_EQ(c.ip_address, "172.31.29.2");
+  EXPECT_EQ(c.ipv6_address, "");
+  EXPECT_EQ(c.sandbox_key, "/run/docker/netns/2022d8719f5a");
+  EXPECT_EQ(c.storage_driver, "overlayfs");
+  EXPECT_EQ(c.upper_dir, "");
+  // Before 1.52 the containerd store named its snapshotter in GraphDriver, without Data.
+  const ContainerInspect old = ParseContainerInspect(json::parse(R"({
+    "GraphDriver": {"Data": null, "Name": "overlayfs"}})"));
+  EXPECT_EQ(old.storage_driver, "overlayfs");
+  EXPECT_EQ(old.upper_dir, "");
+  // And a graph driver its directories.
+  const ContainerInspect graph = ParseContainerInspect(json::parse(R"({"GraphDriver": {"Name": "overlay2",
+    "Data": {"UpperDir": "/var/lib/docker/overlay2/abc/diff", "LowerDir": "/var/lib/docker/overlay2/abc-init/diff"}}})"));
+  EXPECT_EQ(graph.storage_driver, "overlay2");
+  EXPECT_EQ(graph.upper_dir, "/var/lib/docker/overlay2/abc/diff");
 }
 
 TEST(DockerTypesTest, RunningContainerState) {

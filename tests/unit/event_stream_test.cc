@@ -30,6 +30,20 @@ TEST(ParseEventLine, ReadsTypeActionActorAndTime) {
   EXPECT_EQ(e->attributes.at("name"), "k8s_app_pod_ns_uid_0");
 }
 
+TEST(ParseEventLine, ReadsApi152LinesWithoutTheLegacyFields) {
+  // Docker 29.7.2 at API 1.55 (application/jsonl): no "status", "id" or "from".
+  absl::StatusOr<DockerEvent> e = ParseEventLine(
+      R"({"Type":"container","Action":"kill","Actor":{"ID":"3736","Attributes":{"image":"busybox",)"
+      R"("name":"k8s_app_pod_ns_uid_0","signal":"15"}},"scope":"local","time":1796536299,)"
+      R"("timeNano":1796536299822802622})");
+  ASSERT_TRUE(e.ok()) << e.status();
+  EXPECT_EQ(e->type, "container");
+  EXPECT_EQ(e->action, "kill");
+  EXPECT_EQ(e->id, "3736");
+  EXPECT_EQ(e->time_nano, 1796536299822802622);
+  EXPECT_EQ(e->attributes.at("signal"), "15");
+}
+
 TEST(ParseEventLine, TakesSecondsWithoutTimeNano) {
   absl::StatusOr<DockerEvent> e =
       ParseEventLine(R"({"Type":"container","Action":"die","Actor":{"ID":"c1"},"time":1760000000})");

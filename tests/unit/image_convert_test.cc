@@ -56,5 +56,16 @@ TEST(ImageConvert, SummaryHasNoUser) {
   EXPECT_EQ(out.size(), 0u);
 }
 
+TEST(ImageConvert, PlaceholdersAndBareDigestsAreNoReferences) {
+  const std::string digest = "sha256:f66700fe359a3d0af3edb6261e552f59787432f8d44953673e65f09432d39cec";
+  EXPECT_EQ(RealReferences({"<none>:<none>", "<none>@<none>", digest, "busybox:1.0", "busybox@" + digest}),
+            (std::vector<std::string>{"busybox:1.0", "busybox@" + digest}));
+  // Docker 28.5's containerd store lists a pulled image whose tags are gone so.
+  dockerclient::ImageSummary dangling;
+  dangling.id = digest;
+  dangling.repo_digests = {digest};
+  EXPECT_EQ(ToCriImage(dangling, false).repo_digests_size(), 0);
+}
+
 }  // namespace
 }  // namespace shim

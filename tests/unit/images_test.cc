@@ -4,7 +4,9 @@
 #include <filesystem>
 #include <fstream>
 
+#include "absl/cleanup/cleanup.h"
 #include "shim/cri_service.h"
+#include "tests/unit/fake_containerd.h"
 #include "tests/unit/fake_docker_client.h"
 #include "tests/unit/fake_network.h"
 
@@ -217,6 +219,78 @@ TEST_F(ImagesTest, ImageFsInfoCountsAHardLinkedFileOnce) {
   const auto& fs = resp->image_filesystems(0);
   EXPECT_EQ(fs.inodes_used().value(), 5u);  // overlay2, layer1, layer2, the file once, image
   EXPECT_LT(fs.used_bytes().value(), 200000u);
+}
+
+TEST_F(ImagesTest, ImageFsInfoOnTheContainerdStoreMeasuresItsContentAndSnapshots) {
+  const auto root = std::filesystem::temp_directory_path() / ("dsfs-c8d-" + std::to_string(::getpid()));
+  absl::Cleanup remove_root = [&] { std::filesystem::remove_all(root); };
+  const auto content = root / "containerd" / "io.containerd.content.v1.content";
+  const auto snapshots = root / "containerd" / "io.containerd.snapshotter.v1.overlayfs";
+  std::filesystem::create_directories(content / "blobs" / "sha256");
+  std::filesystem::create_directories(snapshots / "snapshots" / "1" / "fs");
+  std::ofstream(content / "blobs" / "sha256" / "abc") << std::string(100000, 'x');
+  std::ofstream(snapshots / "snapshots" / "1" / "fs" / "file") << std::string(50000, 'y');
+  // What Docker 29 says of its default store; DockerRootDir holds none of it.
+  docker_.info.docker_root_dir = (root / "docker").string();
+  docker_.info.driver = "overlayfs";
+  docker_.info.driver_type = "io.containerd.snapshotter.v1";
+  docker_.info.containerd_address = "/run/containerd/containerd.sock";
+  testing_fakes::FakeContainerd::State containerd;
+  containerd.roots[{"io.containerd.content.v1", "content"}] = content.string();
+  containerd.roots[{"io.containerd.snapshotter.v1", "overlayfs"}] = snapshots.string();
+  Options o = MakeOptions();
+  std::vector<std::string> sockets;
+  o.connect_containerd = [&](const std::string& address) {
+    sockets.push_back(address);
+    return std::make_unique<testing_fakes::FakeContainerd>(containerd);
+  };
+  CriService service(o, docker_, network_);
+  auto resp = service.ImageFsInfo(ctx_, v1::ImageFsInfoRequest());
+  ASSERT_TRUE(resp.ok()) << resp.status();
+  EXPECT_EQ(sockets, std::vector<std::string>{"/run/containerd/containerd.sock"});
+  const auto& fs = resp->image_filesystems(0);
+  EXPECT_EQ(fs.fs_id().mountpoint(), snapshots.string());
+  EXPECT_GE(fs.used_bytes().value(), 150000u);
+  // content, blobs, sha256, abc; overlayfs, snapshots, 1, fs, file
+  EXPECT_EQ(fs.inodes_used().value(), 9u);
+  EXPECT_EQ(resp->container_filesystems(0).fs_id().mountpoint(), snapshots.string());
+
+  // A containerd without any content yet has no content store directory.
+  testing_fakes::FakeContainerd::State empty;
+  empty.roots[{"io.containerd.content.v1", "content"}] = (root / "none" / "content").string();
+  empty.roots[{"io.containerd.snapshotter.v1", "overlayfs"}] = (root / "none").string();
+  std::filesystem::create_directories(root / "none");
+  Options first_start = MakeOptions();
+  first_start.connect_containerd = [&](const std::string&) {
+    return std::make_unique<testing_fakes::FakeContainerd>(empty);
+  };
+  auto nothing = CriService(first_start, docker_, network_).ImageFsInfo(ctx_, v1::ImageFsInfoRequest());
+  ASSERT_TRUE(nothing.ok()) << nothing.status();
+  EXPECT_EQ(nothing->image_filesystems(0).inodes_used().value(), 1u) << "the snapshotter's directory";
+
+  // containerd away, before its directories are known: the call fails, UNAVAILABLE.
+  containerd.away = absl::UnavailableError("containerd at /run/containerd/containerd.sock did not answer within 5s");
+  CriService fresh(o, docker_, network_);
+  EXPECT_EQ(fresh.ImageFsInfo(ctx_, v1::ImageFsInfoRequest()).status().code(), absl::StatusCode::kUnavailable);
+}
+
+TEST_F(ImagesTest, ImageFsInfoOfAnUnknownStoreHasNoFigures) {
+  docker_.info.driver = "overlayfs";
+  docker_.info.driver_type = "io.containerd.someday.v1";
+  ::testing::internal::CaptureStderr();
+  auto resp = service_.ImageFsInfo(ctx_, v1::ImageFsInfoRequest());
+  const std::string log = ::testing::internal::GetCapturedStderr();
+  ASSERT_TRUE(resp.ok()) << resp.status();
+  const auto& fs = resp->image_filesystems(0);
+  EXPECT_EQ(fs.fs_id().mountpoint(), "/var/lib/docker");
+  EXPECT_FALSE(fs.has_used_bytes()) << "unknown, not 0";
+  EXPECT_FALSE(fs.has_inodes_used());
+  EXPECT_GT(fs.timestamp(), 0);
+  EXPECT_FALSE(resp->container_filesystems(0).has_used_bytes());
+  EXPECT_NE(log.find("Docker Engine 20.10.24 keeps images with storage driver \"overlayfs\" "
+                     "(io.containerd.someday.v1), an image store dockershim cannot measure"),
+            std::string::npos)
+      << log;
 }
 
 }  // namespace
