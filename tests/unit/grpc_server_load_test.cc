@@ -3,7 +3,8 @@
 // wait at gates the test opens. Short calls answer while hundreds of slow ones wait;
 // no call is refused for lack of threads; queued calls that can no longer be useful
 // are answered without running; a full queue says so; the shutdown answers what waits;
-// a Docker that does not answer fails calls at their deadlines.
+// a Docker that does not answer fails calls at their deadlines; clients that never
+// read are dropped.
 #include <gmock/gmock.h>
 #include <grpcpp/grpcpp.h>
 #include <gtest/gtest.h>
@@ -23,6 +24,7 @@
 #include "shim/grpc_limits.h"
 #include "shim/grpc_services.h"
 #include "tests/support/grpc_burst.h"
+#include "tests/support/raw_h2_client.h"
 #include "tests/unit/fake_network.h"
 #include "tests/unit/gated_docker_client.h"
 
@@ -89,7 +91,7 @@ class GrpcServerLoadTest : public ::testing::Test {
   }
 
   // The server as main.cc builds it, on a unix socket, with `limits` for its lanes.
-  void StartServer(dispatch::Limits limits = dispatch::DefaultLimits()) {
+  void StartServer(dispatch::Limits limits = dispatch::DefaultLimits(), ConnectionLimits connections = {}) {
     dispatcher_ = std::make_unique<dispatch::Dispatcher>(limits);
     runtime_ = std::make_unique<RuntimeServiceImpl>(*service_, GrpcOptions{}, *dispatcher_);
     images_ = std::make_unique<ImageServiceImpl>(*service_, GrpcOptions{}, *dispatcher_);
@@ -98,7 +100,7 @@ class GrpcServerLoadTest : public ::testing::Test {
     builder.AddListeningPort(address, grpc::InsecureServerCredentials());
     builder.RegisterService(runtime_.get());
     builder.RegisterService(images_.get());
-    ApplyGrpcLimits(builder);
+    ApplyGrpcLimits(builder, connections);
     server_ = builder.BuildAndStart();
     ASSERT_NE(server_, nullptr);
     auto channel = grpc::CreateChannel(address, grpc::InsecureChannelCredentials());
@@ -421,6 +423,45 @@ TEST_F(GrpcServerLoadTest, WhileDockerHangsCallsFailAtTheirDeadlinesAndTheShimRe
   v1::StatusResponse status;
   ASSERT_TRUE(runtime_stub_->Status(&ctx, v1::StatusRequest(), &status).ok());
   EXPECT_TRUE(status.status().conditions(0).status()) << "ready again";
+}
+
+// Clients that open calls and never read a byte (no window for answers, no ping
+// answered): a normal client is still served meanwhile, and the keepalive drops them.
+TEST_F(GrpcServerLoadTest, ClientsThatNeverReadAreDroppedAndOthersAreServed) {
+  MakePods(2, 2);
+  ConnectionLimits connections;
+  connections.keepalive_time = absl::Milliseconds(300);
+  connections.keepalive_timeout = absl::Milliseconds(300);
+  StartServer(dispatch::DefaultLimits(), connections);
+  std::string list;
+  v1::ListContainersRequest().SerializeToString(&list);
+  std::vector<std::unique_ptr<testsupport::RawH2Connection>> flood;
+  for (int i = 0; i < 200; ++i) {
+    auto conn = testsupport::RawH2Connection::Open(socket_path(), /*initial_window=*/0);
+    ASSERT_TRUE(conn.ok()) << conn.status();
+    ASSERT_TRUE((*conn)->Call("/runtime.v1.RuntimeService/ListContainers", list, /*complete=*/true).ok());
+    ASSERT_TRUE((*conn)->Call("/runtime.v1.RuntimeService/ListContainers", list, /*complete=*/false).ok());
+    ASSERT_TRUE((*conn)->Call("/runtime.v1.RuntimeService/Version", "", /*complete=*/true).ok());
+    flood.push_back(*std::move(conn));
+  }
+
+  Burst normal;
+  IssueShortCalls(normal, 4, absl::Seconds(2));
+  std::vector<Burst::Outcome> outcomes;
+  ASSERT_TRUE(normal.Await(absl::Seconds(10), &outcomes));
+  EXPECT_EQ(NotOk(outcomes), "");
+
+  int closed = 0;
+  for (absl::Time end = absl::Now() + absl::Seconds(10); absl::Now() < end && closed < 200;
+       absl::SleepFor(absl::Milliseconds(50))) {
+    closed = 0;
+    for (auto& c : flood) closed += c->ClosedByServer();
+  }
+  EXPECT_EQ(closed, 200) << "every client that answers no ping is dropped";
+  Burst after;
+  IssueShortCalls(after, 1, absl::Seconds(2));
+  ASSERT_TRUE(after.Await(absl::Seconds(10), &outcomes));
+  EXPECT_EQ(NotOk(outcomes), "") << "a client that answers pings stays";
 }
 
 }  // namespace
