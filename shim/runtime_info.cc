@@ -91,9 +91,11 @@ absl::StatusOr<v1::StatusResponse> CriService::Status(const common::Context& ctx
   // the engine and that runtime make it (the kubelet refuses rro mounts elsewhere).
   // Docker has no per-pod user namespaces. StatusResponse.features stays unset: Docker
   // cannot do Strict supplemental groups, nor user namespaces with the host network.
+  // Left out when /info does not come in time (dockerd answers pings while a stuck
+  // containerd holds /info).
   if (api.ok()) {
-    auto info = CachedInfo(ctx);
-    auto features = Features(ctx);
+    auto features = Features(ProbeContext(ctx));
+    auto info = features.ok() ? CachedInfo(ProbeContext(ctx)) : features.status();  // cached by Features
     if (info.ok() && features.ok()) {
       std::vector<std::string> names = {""};
       names.insert(names.end(), (*info)->runtimes.begin(), (*info)->runtimes.end());
