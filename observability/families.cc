@@ -13,6 +13,12 @@ struct Defaults {
                           {"method", "code"}),
       registry.AddHistogram("dockershim_cri_request_duration_seconds", "Time to serve a CRI call, by method.",
                             {"method"}, LatencyBuckets()),
+      registry.AddGauge("dockershim_cri_queued_calls",
+                        "CRI calls waiting for a worker, by lane (see ARCHITECTURE.md, \"Serving CRI calls\").",
+                        {"lane"}),
+      registry.AddHistogram("dockershim_cri_queue_wait_seconds",
+                            "Time CRI calls waited for a worker before they ran or were refused, by lane.",
+                            {"lane"}, LatencyBuckets()),
       registry.AddHistogram("dockershim_docker_request_duration_seconds",
                             "Docker Engine API requests: time to the whole answer, by HTTP method, path template "
                             "and status (\"error\" when no answer came).",

@@ -7,6 +7,8 @@ namespace observability {
 struct Families {
   Family<Counter>& cri_requests;        // {method, code}
   Family<Histogram>& cri_duration;      // {method}
+  Family<Gauge>& cri_queued;            // {lane}
+  Family<Histogram>& cri_queue_wait;    // {lane}
   Family<Histogram>& docker_duration;   // {method, endpoint, status}
   Family<Histogram>& cni_duration;      // {operation, plugin, network}
   Family<Counter>& cni_errors;          // {operation, plugin, network}

@@ -31,6 +31,8 @@ CriService::CriService(Options options, dockerclient::DockerClient& docker, netw
                                    return storage_->WritableLayerDir(ctx, *info, c);
                                  }})),
       image_volumes_(std::make_unique<imagevolumes::ImageVolumes>(docker, options_.root_directory + "/image-volumes")),
+      info_("GET /info", kInfoCacheTtl, options_.clock),
+      docker_version_("GET /version", kDockerVersionCacheTtl, options_.clock),
       own_netns_addresses_(options_.netns_addresses ? nullptr : std::make_unique<network::NetlinkAddressReader>()),
       netns_addresses_(options_.netns_addresses ? *options_.netns_addresses : *own_netns_addresses_) {
   absl::StatusOr<stats::CgroupLayout> layout = stats::CgroupLayout::Discover(options_.proc_root, options_.cgroup_prefix);

@@ -23,6 +23,7 @@
 #include "containerdclient/containerd_client.h"
 #include "dockerclient/docker_client.h"
 #include "api/cri.h"
+#include "shim/cached_fetch.h"
 #include "shim/capabilities.h"
 #include "shim/checkpoint_store.h"
 #include "shim/engine_features.h"
@@ -220,6 +221,9 @@ class CriService {
   // Docker's /info changes rarely; cached briefly (and shared, not copied: it holds
   // the raw JSON) so Status, RuntimeConfig and PodSandboxStatus stay cheap.
   absl::StatusOr<std::shared_ptr<const dockerclient::SystemInfo>> CachedInfo(const common::Context& ctx);
+  // Docker's version: cached, asked under a short bound, the last known one when
+  // dockerd does not answer (runtime_info.cc).
+  absl::StatusOr<std::shared_ptr<const dockerclient::VersionInfo>> DockerVersion(const common::Context& ctx);
   bool IsPinned(const std::vector<std::string>& repo_tags) const;
 
   // Sandbox helpers (sandbox_run.cc / sandbox_stop_remove.cc).
@@ -321,11 +325,12 @@ class CriService {
   std::unique_ptr<StatsSampler> stats_;
   std::unique_ptr<imagevolumes::ImageVolumes> image_volumes_;  // image mounts on engines before API 1.48
 
-  absl::Mutex info_mu_;
-  absl::CondVar info_fetched_;
-  std::shared_ptr<const dockerclient::SystemInfo> info_ ABSL_GUARDED_BY(info_mu_);
-  absl::Time info_time_ ABSL_GUARDED_BY(info_mu_);
-  bool info_fetching_ ABSL_GUARDED_BY(info_mu_) = false;
+  static constexpr absl::Duration kInfoCacheTtl = absl::Seconds(10);
+  CachedFetch<dockerclient::SystemInfo> info_;
+  // Docker's version changes only when dockerd restarts: Version asks it at most once
+  // a minute, and answers with the last known one while dockerd does not answer.
+  static constexpr absl::Duration kDockerVersionCacheTtl = absl::Minutes(1);
+  CachedFetch<dockerclient::VersionInfo> docker_version_;
 
   mutable std::mutex mu_;
   std::optional<EngineFeatures> features_;                         // guarded by mu_

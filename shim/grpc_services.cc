@@ -3,10 +3,11 @@
 #include <chrono>
 #include <memory>
 #include <mutex>
-#include <optional>
 
 #include "absl/strings/str_cat.h"
 #include "common/log.h"
+#include "common/status.h"
+#include "observability/families.h"
 #include "observability/rpc_scope.h"
 #include "shim/events/event_hub.h"
 
@@ -14,7 +15,7 @@ namespace shim {
 
 namespace {
 
-common::Context Bounded(grpc::ServerContext* ctx, const GrpcOptions& options) {
+common::Context Bounded(grpc::CallbackServerContext* ctx, const GrpcOptions& options) {
   common::Context c;
   c.deadline = std::min(absl::FromChrono(ctx->deadline()), absl::Now() + options.runtime_request_timeout);
   c.is_cancelled = [ctx] { return ctx->IsCancelled(); };
@@ -22,7 +23,7 @@ common::Context Bounded(grpc::ServerContext* ctx, const GrpcOptions& options) {
 }
 
 // Only the caller's own deadline and cancellation apply (image pulls take long).
-common::Context Unbounded(grpc::ServerContext* ctx, const GrpcOptions&) {
+common::Context Unbounded(grpc::CallbackServerContext* ctx, const GrpcOptions&) {
   common::Context c;
   c.deadline = absl::FromChrono(ctx->deadline());
   c.is_cancelled = [ctx] { return ctx->IsCancelled(); };
@@ -30,7 +31,7 @@ common::Context Unbounded(grpc::ServerContext* ctx, const GrpcOptions&) {
 }
 
 template <typename Req, typename Out, typename Fn>
-grpc::Status Handle(const char* name, const common::Context& c, const Req& req, Out* out, Fn&& fn) {
+grpc::Status Handle(const char* name, const common::Context& c, const Req& req, Out* out, Fn& fn) {
   observability::RpcScope scope(name, req);
   absl::Time start = absl::Now();
   grpc::Status status;
@@ -53,16 +54,118 @@ grpc::Status Handle(const char* name, const common::Context& c, const Req& req, 
   return status;
 }
 
-// Server-streamed lists go out in batches that stay well below gRPC's 4 MiB message limit.
-template <typename Batch, typename Items, typename Writer, typename Field>
-absl::Status WriteBatches(const Items& items, Writer* writer, Field field) {
-  constexpr int kBatch = 256;
-  for (int i = 0; i < items.size(); i += kBatch) {
-    Batch batch;
-    for (int j = i; j < std::min(items.size(), i + kBatch); ++j) *field(batch)->Add() = items[j];
-    if (!writer->Write(batch)) return absl::CancelledError("the client closed the stream");
+// A call the dispatcher did not run: counted under its code like one that ran.
+grpc::Status Refused(const char* name, const absl::Status& why) {
+  grpc::Status status = ToGrpcStatus(why);
+  observability::Metrics().cri_requests.With({name, observability::GrpcCodeName(status.error_code())}).Inc();
+  LOG_DEBUG << name << " not run: " << why.message();
+  return status;
+}
+
+// What every dispatched call has: its name, context and request, and gRPC's
+// cancellation reaching the dispatcher while it waits.
+template <typename Req, typename Reactor>
+class DispatchedCall : public Reactor, public dispatch::Call {
+ public:
+  DispatchedCall(dispatch::Dispatcher& dispatcher, const char* name, common::Context context,
+                 grpc::CallbackServerContext* ctx, const Req* req)
+      : dispatcher_(dispatcher), name_(name), context_(std::move(context)), ctx_(ctx), req_(req) {}
+
+  void Submit() { dispatcher_.Submit(dispatch::LaneOf(name_).value(), *this); }
+
+  absl::Time deadline() const override { return context_.deadline; }
+  bool cancelled() const override { return ctx_->IsCancelled(); }
+  void Refuse(const absl::Status& why) override { this->Finish(Refused(name_, why)); }
+  void OnCancel() override { dispatcher_.Withdraw(*this); }
+  void OnDone() override { delete this; }
+
+ protected:
+  dispatch::Dispatcher& dispatcher_;
+  const char* const name_;
+  const common::Context context_;
+  grpc::CallbackServerContext* const ctx_;
+  const Req* const req_;
+};
+
+// A unary call: the worker runs it and answers.
+template <typename Req, typename Resp, typename Fn>
+class UnaryCall final : public DispatchedCall<Req, grpc::ServerUnaryReactor> {
+ public:
+  UnaryCall(dispatch::Dispatcher& dispatcher, const char* name, common::Context context,
+            grpc::CallbackServerContext* ctx, const Req* req, Resp* resp, Fn fn)
+      : DispatchedCall<Req, grpc::ServerUnaryReactor>(dispatcher, name, std::move(context), ctx, req),
+        resp_(resp),
+        fn_(std::move(fn)) {}
+
+  void Run() override { this->Finish(Handle(this->name_, this->context_, *this->req_, resp_, fn_)); }
+
+ private:
+  Resp* const resp_;
+  Fn fn_;
+};
+
+template <typename Req, typename Resp, typename Fn>
+grpc::ServerUnaryReactor* Unary(dispatch::Dispatcher& dispatcher, const char* name, common::Context context,
+                                grpc::CallbackServerContext* ctx, const Req* req, Resp* resp, Fn fn) {
+  auto* call = new UnaryCall<Req, Resp, Fn>(dispatcher, name, std::move(context), ctx, req, resp, std::move(fn));
+  call->Submit();
+  return call;
+}
+
+// A server-streamed list: the worker makes the list (the call's metrics and trace end
+// there); its batches are written from gRPC's threads, each once the previous one
+// went out, so that a client that does not read holds no worker.
+template <typename Req, typename Batch, typename Fn>
+class StreamCall final : public DispatchedCall<Req, grpc::ServerWriteReactor<Batch>> {
+ public:
+  StreamCall(dispatch::Dispatcher& dispatcher, const char* name, common::Context context,
+             grpc::CallbackServerContext* ctx, const Req* req, Fn fn)
+      : DispatchedCall<Req, grpc::ServerWriteReactor<Batch>>(dispatcher, name, std::move(context), ctx, req),
+        fn_(std::move(fn)) {}
+
+  void Run() override {
+    grpc::Status status = Handle(this->name_, this->context_, *this->req_, &batches_, fn_);
+    if (!status.ok() || batches_.empty()) {
+      this->Finish(status);
+      return;
+    }
+    this->StartWrite(&batches_[0]);
   }
-  return absl::OkStatus();
+
+  void OnWriteDone(bool ok) override {
+    if (!ok) {
+      this->Finish(grpc::Status(grpc::StatusCode::CANCELLED, "the client closed the stream"));
+    } else if (++written_ < batches_.size()) {
+      this->StartWrite(&batches_[written_]);
+    } else {
+      this->Finish(grpc::Status::OK);
+    }
+  }
+
+ private:
+  Fn fn_;
+  std::vector<Batch> batches_;
+  std::size_t written_ = 0;
+};
+
+template <typename Batch, typename Req, typename Fn>
+grpc::ServerWriteReactor<Batch>* Stream(dispatch::Dispatcher& dispatcher, const char* name, common::Context context,
+                                        grpc::CallbackServerContext* ctx, const Req* req, Fn fn) {
+  auto* call = new StreamCall<Req, Batch, Fn>(dispatcher, name, std::move(context), ctx, req, std::move(fn));
+  call->Submit();
+  return call;
+}
+
+// Server-streamed lists go out in batches that stay well below gRPC's 4 MiB message limit.
+template <typename Batch, typename Items, typename Field>
+std::vector<Batch> Batches(Items& items, Field field) {
+  constexpr int kBatch = 256;
+  std::vector<Batch> batches;
+  for (int i = 0; i < items.size(); i += kBatch) {
+    Batch& batch = batches.emplace_back();
+    for (int j = i; j < std::min(items.size(), i + kBatch); ++j) field(batch)->Add(std::move(items[j]));
+  }
+  return batches;
 }
 
 grpc::Status Unimplemented(const char* name) {
@@ -168,6 +271,13 @@ class FinishedReactor final : public grpc::ServerWriteReactor<v1::ContainerEvent
 
 }  // namespace
 
+void StopServing(grpc::Server& server, dispatch::Dispatcher& dispatcher, absl::Duration grace) {
+  dispatcher.Stop();
+  server.Shutdown(std::chrono::system_clock::now() + absl::ToChronoNanoseconds(grace));
+  server.Wait();
+  dispatcher.Join();
+}
+
 grpc::Status ToGrpcStatus(const absl::Status& status) {
   if (status.ok()) return grpc::Status::OK;
   // Messages quote the request (IDs, names); one quoting a huge request must not exceed
@@ -179,149 +289,170 @@ grpc::Status ToGrpcStatus(const absl::Status& status) {
   return grpc::Status(static_cast<grpc::StatusCode>(status.code()), std::move(message));
 }
 
-grpc::Status RuntimeServiceImpl::Version(grpc::ServerContext* ctx, const v1::VersionRequest* req, v1::VersionResponse* resp) {
-  return Handle("Version", Bounded(ctx, options_), *req, resp, [&](const common::Context& c, const auto& r) { return service_.Version(c, r); });
+grpc::ServerUnaryReactor* RuntimeServiceImpl::Version(grpc::CallbackServerContext* ctx, const v1::VersionRequest* req, v1::VersionResponse* resp) {
+  return Unary(dispatcher_, "Version", Bounded(ctx, options_), ctx, req, resp,
+               [this](const common::Context& c, const auto& r) { return service_.Version(c, r); });
 }
 
-grpc::Status RuntimeServiceImpl::RunPodSandbox(grpc::ServerContext* ctx, const v1::RunPodSandboxRequest* req, v1::RunPodSandboxResponse* resp) {
-  return Handle("RunPodSandbox", Bounded(ctx, options_), *req, resp, [&](const common::Context& c, const auto& r) { return service_.RunPodSandbox(c, r); });
+grpc::ServerUnaryReactor* RuntimeServiceImpl::RunPodSandbox(grpc::CallbackServerContext* ctx, const v1::RunPodSandboxRequest* req, v1::RunPodSandboxResponse* resp) {
+  return Unary(dispatcher_, "RunPodSandbox", Bounded(ctx, options_), ctx, req, resp,
+               [this](const common::Context& c, const auto& r) { return service_.RunPodSandbox(c, r); });
 }
 
-grpc::Status RuntimeServiceImpl::StopPodSandbox(grpc::ServerContext* ctx, const v1::StopPodSandboxRequest* req, v1::StopPodSandboxResponse* resp) {
-  return Handle("StopPodSandbox", Bounded(ctx, options_), *req, resp, [&](const common::Context& c, const auto& r) { return service_.StopPodSandbox(c, r); });
+grpc::ServerUnaryReactor* RuntimeServiceImpl::StopPodSandbox(grpc::CallbackServerContext* ctx, const v1::StopPodSandboxRequest* req, v1::StopPodSandboxResponse* resp) {
+  return Unary(dispatcher_, "StopPodSandbox", Bounded(ctx, options_), ctx, req, resp,
+               [this](const common::Context& c, const auto& r) { return service_.StopPodSandbox(c, r); });
 }
 
-grpc::Status RuntimeServiceImpl::RemovePodSandbox(grpc::ServerContext* ctx, const v1::RemovePodSandboxRequest* req, v1::RemovePodSandboxResponse* resp) {
-  return Handle("RemovePodSandbox", Bounded(ctx, options_), *req, resp, [&](const common::Context& c, const auto& r) { return service_.RemovePodSandbox(c, r); });
+grpc::ServerUnaryReactor* RuntimeServiceImpl::RemovePodSandbox(grpc::CallbackServerContext* ctx, const v1::RemovePodSandboxRequest* req, v1::RemovePodSandboxResponse* resp) {
+  return Unary(dispatcher_, "RemovePodSandbox", Bounded(ctx, options_), ctx, req, resp,
+               [this](const common::Context& c, const auto& r) { return service_.RemovePodSandbox(c, r); });
 }
 
-grpc::Status RuntimeServiceImpl::PodSandboxStatus(grpc::ServerContext* ctx, const v1::PodSandboxStatusRequest* req, v1::PodSandboxStatusResponse* resp) {
-  return Handle("PodSandboxStatus", Bounded(ctx, options_), *req, resp, [&](const common::Context& c, const auto& r) { return service_.PodSandboxStatus(c, r); });
+grpc::ServerUnaryReactor* RuntimeServiceImpl::PodSandboxStatus(grpc::CallbackServerContext* ctx, const v1::PodSandboxStatusRequest* req, v1::PodSandboxStatusResponse* resp) {
+  return Unary(dispatcher_, "PodSandboxStatus", Bounded(ctx, options_), ctx, req, resp,
+               [this](const common::Context& c, const auto& r) { return service_.PodSandboxStatus(c, r); });
 }
 
-grpc::Status RuntimeServiceImpl::ListPodSandbox(grpc::ServerContext* ctx, const v1::ListPodSandboxRequest* req, v1::ListPodSandboxResponse* resp) {
-  return Handle("ListPodSandbox", Bounded(ctx, options_), *req, resp, [&](const common::Context& c, const auto& r) { return service_.ListPodSandbox(c, r); });
+grpc::ServerUnaryReactor* RuntimeServiceImpl::ListPodSandbox(grpc::CallbackServerContext* ctx, const v1::ListPodSandboxRequest* req, v1::ListPodSandboxResponse* resp) {
+  return Unary(dispatcher_, "ListPodSandbox", Bounded(ctx, options_), ctx, req, resp,
+               [this](const common::Context& c, const auto& r) { return service_.ListPodSandbox(c, r); });
 }
 
-grpc::Status RuntimeServiceImpl::StreamPodSandboxes(grpc::ServerContext* ctx, const v1::StreamPodSandboxesRequest* req, grpc::ServerWriter<v1::StreamPodSandboxesResponse>* writer) {
-  return Handle("StreamPodSandboxes", Bounded(ctx, options_), *req, writer, [&](const common::Context& c, const auto& r) {
+grpc::ServerWriteReactor<v1::StreamPodSandboxesResponse>* RuntimeServiceImpl::StreamPodSandboxes(grpc::CallbackServerContext* ctx, const v1::StreamPodSandboxesRequest* req) {
+  return Stream<v1::StreamPodSandboxesResponse>(dispatcher_, "StreamPodSandboxes", Bounded(ctx, options_), ctx, req,
+                [this](const common::Context& c, const auto& r) -> absl::StatusOr<std::vector<v1::StreamPodSandboxesResponse>> {
     v1::ListPodSandboxRequest list;
     *list.mutable_filter() = r.filter();
-    auto listed = service_.ListPodSandbox(c, list);
-    if (!listed.ok()) return listed.status();
-    return WriteBatches<v1::StreamPodSandboxesResponse>(listed->items(), writer,
-                                                        [](v1::StreamPodSandboxesResponse& b) { return b.mutable_pod_sandboxes(); });
+    ASSIGN_OR_RETURN(auto listed, service_.ListPodSandbox(c, list));
+    return Batches<v1::StreamPodSandboxesResponse>(*listed.mutable_items(), [](v1::StreamPodSandboxesResponse& b) { return b.mutable_pod_sandboxes(); });
   });
 }
 
-grpc::Status RuntimeServiceImpl::CreateContainer(grpc::ServerContext* ctx, const v1::CreateContainerRequest* req, v1::CreateContainerResponse* resp) {
-  return Handle("CreateContainer", Bounded(ctx, options_), *req, resp, [&](const common::Context& c, const auto& r) { return service_.CreateContainer(c, r); });
+grpc::ServerUnaryReactor* RuntimeServiceImpl::CreateContainer(grpc::CallbackServerContext* ctx, const v1::CreateContainerRequest* req, v1::CreateContainerResponse* resp) {
+  return Unary(dispatcher_, "CreateContainer", Bounded(ctx, options_), ctx, req, resp,
+               [this](const common::Context& c, const auto& r) { return service_.CreateContainer(c, r); });
 }
 
-grpc::Status RuntimeServiceImpl::StartContainer(grpc::ServerContext* ctx, const v1::StartContainerRequest* req, v1::StartContainerResponse* resp) {
-  return Handle("StartContainer", Bounded(ctx, options_), *req, resp, [&](const common::Context& c, const auto& r) { return service_.StartContainer(c, r); });
+grpc::ServerUnaryReactor* RuntimeServiceImpl::StartContainer(grpc::CallbackServerContext* ctx, const v1::StartContainerRequest* req, v1::StartContainerResponse* resp) {
+  return Unary(dispatcher_, "StartContainer", Bounded(ctx, options_), ctx, req, resp,
+               [this](const common::Context& c, const auto& r) { return service_.StartContainer(c, r); });
 }
 
-grpc::Status RuntimeServiceImpl::StopContainer(grpc::ServerContext* ctx, const v1::StopContainerRequest* req, v1::StopContainerResponse* resp) {
-  return Handle("StopContainer", Bounded(ctx, options_), *req, resp, [&](const common::Context& c, const auto& r) { return service_.StopContainer(c, r); });
+grpc::ServerUnaryReactor* RuntimeServiceImpl::StopContainer(grpc::CallbackServerContext* ctx, const v1::StopContainerRequest* req, v1::StopContainerResponse* resp) {
+  return Unary(dispatcher_, "StopContainer", Bounded(ctx, options_), ctx, req, resp,
+               [this](const common::Context& c, const auto& r) { return service_.StopContainer(c, r); });
 }
 
-grpc::Status RuntimeServiceImpl::RemoveContainer(grpc::ServerContext* ctx, const v1::RemoveContainerRequest* req, v1::RemoveContainerResponse* resp) {
-  return Handle("RemoveContainer", Bounded(ctx, options_), *req, resp, [&](const common::Context& c, const auto& r) { return service_.RemoveContainer(c, r); });
+grpc::ServerUnaryReactor* RuntimeServiceImpl::RemoveContainer(grpc::CallbackServerContext* ctx, const v1::RemoveContainerRequest* req, v1::RemoveContainerResponse* resp) {
+  return Unary(dispatcher_, "RemoveContainer", Bounded(ctx, options_), ctx, req, resp,
+               [this](const common::Context& c, const auto& r) { return service_.RemoveContainer(c, r); });
 }
 
-grpc::Status RuntimeServiceImpl::ListContainers(grpc::ServerContext* ctx, const v1::ListContainersRequest* req, v1::ListContainersResponse* resp) {
-  return Handle("ListContainers", Bounded(ctx, options_), *req, resp, [&](const common::Context& c, const auto& r) { return service_.ListContainers(c, r); });
+grpc::ServerUnaryReactor* RuntimeServiceImpl::ListContainers(grpc::CallbackServerContext* ctx, const v1::ListContainersRequest* req, v1::ListContainersResponse* resp) {
+  return Unary(dispatcher_, "ListContainers", Bounded(ctx, options_), ctx, req, resp,
+               [this](const common::Context& c, const auto& r) { return service_.ListContainers(c, r); });
 }
 
-grpc::Status RuntimeServiceImpl::StreamContainers(grpc::ServerContext* ctx, const v1::StreamContainersRequest* req, grpc::ServerWriter<v1::StreamContainersResponse>* writer) {
-  return Handle("StreamContainers", Bounded(ctx, options_), *req, writer, [&](const common::Context& c, const auto& r) {
+grpc::ServerWriteReactor<v1::StreamContainersResponse>* RuntimeServiceImpl::StreamContainers(grpc::CallbackServerContext* ctx, const v1::StreamContainersRequest* req) {
+  return Stream<v1::StreamContainersResponse>(dispatcher_, "StreamContainers", Bounded(ctx, options_), ctx, req,
+                [this](const common::Context& c, const auto& r) -> absl::StatusOr<std::vector<v1::StreamContainersResponse>> {
     v1::ListContainersRequest list;
     *list.mutable_filter() = r.filter();
-    auto listed = service_.ListContainers(c, list);
-    if (!listed.ok()) return listed.status();
-    return WriteBatches<v1::StreamContainersResponse>(listed->containers(), writer,
-                                                      [](v1::StreamContainersResponse& b) { return b.mutable_containers(); });
+    ASSIGN_OR_RETURN(auto listed, service_.ListContainers(c, list));
+    return Batches<v1::StreamContainersResponse>(*listed.mutable_containers(), [](v1::StreamContainersResponse& b) { return b.mutable_containers(); });
   });
 }
 
-grpc::Status RuntimeServiceImpl::ContainerStatus(grpc::ServerContext* ctx, const v1::ContainerStatusRequest* req, v1::ContainerStatusResponse* resp) {
-  return Handle("ContainerStatus", Bounded(ctx, options_), *req, resp, [&](const common::Context& c, const auto& r) { return service_.ContainerStatus(c, r); });
+grpc::ServerUnaryReactor* RuntimeServiceImpl::ContainerStatus(grpc::CallbackServerContext* ctx, const v1::ContainerStatusRequest* req, v1::ContainerStatusResponse* resp) {
+  return Unary(dispatcher_, "ContainerStatus", Bounded(ctx, options_), ctx, req, resp,
+               [this](const common::Context& c, const auto& r) { return service_.ContainerStatus(c, r); });
 }
 
-grpc::Status RuntimeServiceImpl::UpdateContainerResources(grpc::ServerContext* ctx, const v1::UpdateContainerResourcesRequest* req, v1::UpdateContainerResourcesResponse* resp) {
-  return Handle("UpdateContainerResources", Bounded(ctx, options_), *req, resp, [&](const common::Context& c, const auto& r) { return service_.UpdateContainerResources(c, r); });
+grpc::ServerUnaryReactor* RuntimeServiceImpl::UpdateContainerResources(grpc::CallbackServerContext* ctx, const v1::UpdateContainerResourcesRequest* req, v1::UpdateContainerResourcesResponse* resp) {
+  return Unary(dispatcher_, "UpdateContainerResources", Bounded(ctx, options_), ctx, req, resp,
+               [this](const common::Context& c, const auto& r) { return service_.UpdateContainerResources(c, r); });
 }
 
-grpc::Status RuntimeServiceImpl::ReopenContainerLog(grpc::ServerContext* ctx, const v1::ReopenContainerLogRequest* req, v1::ReopenContainerLogResponse* resp) {
-  return Handle("ReopenContainerLog", Bounded(ctx, options_), *req, resp, [&](const common::Context& c, const auto& r) { return service_.ReopenContainerLog(c, r); });
+grpc::ServerUnaryReactor* RuntimeServiceImpl::ReopenContainerLog(grpc::CallbackServerContext* ctx, const v1::ReopenContainerLogRequest* req, v1::ReopenContainerLogResponse* resp) {
+  return Unary(dispatcher_, "ReopenContainerLog", Bounded(ctx, options_), ctx, req, resp,
+               [this](const common::Context& c, const auto& r) { return service_.ReopenContainerLog(c, r); });
 }
 
-grpc::Status RuntimeServiceImpl::ExecSync(grpc::ServerContext* ctx, const v1::ExecSyncRequest* req, v1::ExecSyncResponse* resp) {
-  return Handle("ExecSync", Unbounded(ctx, options_), *req, resp, [&](const common::Context& c, const auto& r) { return service_.ExecSync(c, r); });
+grpc::ServerUnaryReactor* RuntimeServiceImpl::ExecSync(grpc::CallbackServerContext* ctx, const v1::ExecSyncRequest* req, v1::ExecSyncResponse* resp) {
+  return Unary(dispatcher_, "ExecSync", Unbounded(ctx, options_), ctx, req, resp,
+               [this](const common::Context& c, const auto& r) { return service_.ExecSync(c, r); });
 }
 
-grpc::Status RuntimeServiceImpl::Exec(grpc::ServerContext* ctx, const v1::ExecRequest* req, v1::ExecResponse* resp) {
-  return Handle("Exec", Bounded(ctx, options_), *req, resp, [&](const common::Context& c, const auto& r) { return service_.Exec(c, r); });
+grpc::ServerUnaryReactor* RuntimeServiceImpl::Exec(grpc::CallbackServerContext* ctx, const v1::ExecRequest* req, v1::ExecResponse* resp) {
+  return Unary(dispatcher_, "Exec", Bounded(ctx, options_), ctx, req, resp,
+               [this](const common::Context& c, const auto& r) { return service_.Exec(c, r); });
 }
 
-grpc::Status RuntimeServiceImpl::Attach(grpc::ServerContext* ctx, const v1::AttachRequest* req, v1::AttachResponse* resp) {
-  return Handle("Attach", Bounded(ctx, options_), *req, resp, [&](const common::Context& c, const auto& r) { return service_.Attach(c, r); });
+grpc::ServerUnaryReactor* RuntimeServiceImpl::Attach(grpc::CallbackServerContext* ctx, const v1::AttachRequest* req, v1::AttachResponse* resp) {
+  return Unary(dispatcher_, "Attach", Bounded(ctx, options_), ctx, req, resp,
+               [this](const common::Context& c, const auto& r) { return service_.Attach(c, r); });
 }
 
-grpc::Status RuntimeServiceImpl::PortForward(grpc::ServerContext* ctx, const v1::PortForwardRequest* req, v1::PortForwardResponse* resp) {
-  return Handle("PortForward", Bounded(ctx, options_), *req, resp, [&](const common::Context& c, const auto& r) { return service_.PortForward(c, r); });
+grpc::ServerUnaryReactor* RuntimeServiceImpl::PortForward(grpc::CallbackServerContext* ctx, const v1::PortForwardRequest* req, v1::PortForwardResponse* resp) {
+  return Unary(dispatcher_, "PortForward", Bounded(ctx, options_), ctx, req, resp,
+               [this](const common::Context& c, const auto& r) { return service_.PortForward(c, r); });
 }
 
-grpc::Status RuntimeServiceImpl::ContainerStats(grpc::ServerContext* ctx, const v1::ContainerStatsRequest* req, v1::ContainerStatsResponse* resp) {
-  return Handle("ContainerStats", Bounded(ctx, options_), *req, resp, [&](const common::Context& c, const auto& r) { return service_.ContainerStats(c, r); });
+grpc::ServerUnaryReactor* RuntimeServiceImpl::ContainerStats(grpc::CallbackServerContext* ctx, const v1::ContainerStatsRequest* req, v1::ContainerStatsResponse* resp) {
+  return Unary(dispatcher_, "ContainerStats", Bounded(ctx, options_), ctx, req, resp,
+               [this](const common::Context& c, const auto& r) { return service_.ContainerStats(c, r); });
 }
 
-grpc::Status RuntimeServiceImpl::ListContainerStats(grpc::ServerContext* ctx, const v1::ListContainerStatsRequest* req, v1::ListContainerStatsResponse* resp) {
-  return Handle("ListContainerStats", Bounded(ctx, options_), *req, resp, [&](const common::Context& c, const auto& r) { return service_.ListContainerStats(c, r); });
+grpc::ServerUnaryReactor* RuntimeServiceImpl::ListContainerStats(grpc::CallbackServerContext* ctx, const v1::ListContainerStatsRequest* req, v1::ListContainerStatsResponse* resp) {
+  return Unary(dispatcher_, "ListContainerStats", Bounded(ctx, options_), ctx, req, resp,
+               [this](const common::Context& c, const auto& r) { return service_.ListContainerStats(c, r); });
 }
 
-grpc::Status RuntimeServiceImpl::StreamContainerStats(grpc::ServerContext* ctx, const v1::StreamContainerStatsRequest* req, grpc::ServerWriter<v1::StreamContainerStatsResponse>* writer) {
-  return Handle("StreamContainerStats", Bounded(ctx, options_), *req, writer, [&](const common::Context& c, const auto& r) {
+grpc::ServerWriteReactor<v1::StreamContainerStatsResponse>* RuntimeServiceImpl::StreamContainerStats(grpc::CallbackServerContext* ctx, const v1::StreamContainerStatsRequest* req) {
+  return Stream<v1::StreamContainerStatsResponse>(dispatcher_, "StreamContainerStats", Bounded(ctx, options_), ctx, req,
+                [this](const common::Context& c, const auto& r) -> absl::StatusOr<std::vector<v1::StreamContainerStatsResponse>> {
     v1::ListContainerStatsRequest list;
     *list.mutable_filter() = r.filter();
-    auto listed = service_.ListContainerStats(c, list);
-    if (!listed.ok()) return listed.status();
-    return WriteBatches<v1::StreamContainerStatsResponse>(listed->stats(), writer,
-                                                          [](v1::StreamContainerStatsResponse& b) { return b.mutable_container_stats(); });
+    ASSIGN_OR_RETURN(auto listed, service_.ListContainerStats(c, list));
+    return Batches<v1::StreamContainerStatsResponse>(*listed.mutable_stats(), [](v1::StreamContainerStatsResponse& b) { return b.mutable_container_stats(); });
   });
 }
 
-grpc::Status RuntimeServiceImpl::PodSandboxStats(grpc::ServerContext* ctx, const v1::PodSandboxStatsRequest* req, v1::PodSandboxStatsResponse* resp) {
-  return Handle("PodSandboxStats", Bounded(ctx, options_), *req, resp, [&](const common::Context& c, const auto& r) { return service_.PodSandboxStats(c, r); });
+grpc::ServerUnaryReactor* RuntimeServiceImpl::PodSandboxStats(grpc::CallbackServerContext* ctx, const v1::PodSandboxStatsRequest* req, v1::PodSandboxStatsResponse* resp) {
+  return Unary(dispatcher_, "PodSandboxStats", Bounded(ctx, options_), ctx, req, resp,
+               [this](const common::Context& c, const auto& r) { return service_.PodSandboxStats(c, r); });
 }
 
-grpc::Status RuntimeServiceImpl::ListPodSandboxStats(grpc::ServerContext* ctx, const v1::ListPodSandboxStatsRequest* req, v1::ListPodSandboxStatsResponse* resp) {
-  return Handle("ListPodSandboxStats", Bounded(ctx, options_), *req, resp, [&](const common::Context& c, const auto& r) { return service_.ListPodSandboxStats(c, r); });
+grpc::ServerUnaryReactor* RuntimeServiceImpl::ListPodSandboxStats(grpc::CallbackServerContext* ctx, const v1::ListPodSandboxStatsRequest* req, v1::ListPodSandboxStatsResponse* resp) {
+  return Unary(dispatcher_, "ListPodSandboxStats", Bounded(ctx, options_), ctx, req, resp,
+               [this](const common::Context& c, const auto& r) { return service_.ListPodSandboxStats(c, r); });
 }
 
-grpc::Status RuntimeServiceImpl::StreamPodSandboxStats(grpc::ServerContext* ctx, const v1::StreamPodSandboxStatsRequest* req, grpc::ServerWriter<v1::StreamPodSandboxStatsResponse>* writer) {
-  return Handle("StreamPodSandboxStats", Bounded(ctx, options_), *req, writer, [&](const common::Context& c, const auto& r) {
+grpc::ServerWriteReactor<v1::StreamPodSandboxStatsResponse>* RuntimeServiceImpl::StreamPodSandboxStats(grpc::CallbackServerContext* ctx, const v1::StreamPodSandboxStatsRequest* req) {
+  return Stream<v1::StreamPodSandboxStatsResponse>(dispatcher_, "StreamPodSandboxStats", Bounded(ctx, options_), ctx, req,
+                [this](const common::Context& c, const auto& r) -> absl::StatusOr<std::vector<v1::StreamPodSandboxStatsResponse>> {
     v1::ListPodSandboxStatsRequest list;
     *list.mutable_filter() = r.filter();
-    auto listed = service_.ListPodSandboxStats(c, list);
-    if (!listed.ok()) return listed.status();
-    return WriteBatches<v1::StreamPodSandboxStatsResponse>(listed->stats(), writer,
-                                                           [](v1::StreamPodSandboxStatsResponse& b) { return b.mutable_pod_sandbox_stats(); });
+    ASSIGN_OR_RETURN(auto listed, service_.ListPodSandboxStats(c, list));
+    return Batches<v1::StreamPodSandboxStatsResponse>(*listed.mutable_stats(), [](v1::StreamPodSandboxStatsResponse& b) { return b.mutable_pod_sandbox_stats(); });
   });
 }
 
-grpc::Status RuntimeServiceImpl::UpdateRuntimeConfig(grpc::ServerContext* ctx, const v1::UpdateRuntimeConfigRequest* req, v1::UpdateRuntimeConfigResponse* resp) {
-  return Handle("UpdateRuntimeConfig", Bounded(ctx, options_), *req, resp, [&](const common::Context& c, const auto& r) { return service_.UpdateRuntimeConfig(c, r); });
+grpc::ServerUnaryReactor* RuntimeServiceImpl::UpdateRuntimeConfig(grpc::CallbackServerContext* ctx, const v1::UpdateRuntimeConfigRequest* req, v1::UpdateRuntimeConfigResponse* resp) {
+  return Unary(dispatcher_, "UpdateRuntimeConfig", Bounded(ctx, options_), ctx, req, resp,
+               [this](const common::Context& c, const auto& r) { return service_.UpdateRuntimeConfig(c, r); });
 }
 
-grpc::Status RuntimeServiceImpl::Status(grpc::ServerContext* ctx, const v1::StatusRequest* req, v1::StatusResponse* resp) {
-  return Handle("Status", Bounded(ctx, options_), *req, resp, [&](const common::Context& c, const auto& r) { return service_.Status(c, r); });
+grpc::ServerUnaryReactor* RuntimeServiceImpl::Status(grpc::CallbackServerContext* ctx, const v1::StatusRequest* req, v1::StatusResponse* resp) {
+  return Unary(dispatcher_, "Status", Bounded(ctx, options_), ctx, req, resp,
+               [this](const common::Context& c, const auto& r) { return service_.Status(c, r); });
 }
 
-grpc::Status RuntimeServiceImpl::CheckpointContainer(grpc::ServerContext* ctx, const v1::CheckpointContainerRequest* req, v1::CheckpointContainerResponse* resp) {
+grpc::ServerUnaryReactor* RuntimeServiceImpl::CheckpointContainer(grpc::CallbackServerContext* ctx, const v1::CheckpointContainerRequest* req, v1::CheckpointContainerResponse* resp) {
   // The request's own timeout bounds it, not --runtime-request-timeout.
-  return Handle("CheckpointContainer", Unbounded(ctx, options_), *req, resp, [&](const common::Context& c, const auto& r) { return service_.CheckpointContainer(c, r); });
+  return Unary(dispatcher_, "CheckpointContainer", Unbounded(ctx, options_), ctx, req, resp,
+               [this](const common::Context& c, const auto& r) { return service_.CheckpointContainer(c, r); });
 }
 
 grpc::ServerWriteReactor<v1::ContainerEventResponse>* RuntimeServiceImpl::GetContainerEvents(grpc::CallbackServerContext*, const v1::GetEventsRequest*) {
@@ -330,60 +461,67 @@ grpc::ServerWriteReactor<v1::ContainerEventResponse>* RuntimeServiceImpl::GetCon
 }
 
 
-grpc::Status RuntimeServiceImpl::ListMetricDescriptors(grpc::ServerContext* ctx, const v1::ListMetricDescriptorsRequest* req, v1::ListMetricDescriptorsResponse* resp) {
-  return Handle("ListMetricDescriptors", Bounded(ctx, options_), *req, resp, [&](const common::Context& c, const auto& r) { return service_.ListMetricDescriptors(c, r); });
+grpc::ServerUnaryReactor* RuntimeServiceImpl::ListMetricDescriptors(grpc::CallbackServerContext* ctx, const v1::ListMetricDescriptorsRequest* req, v1::ListMetricDescriptorsResponse* resp) {
+  return Unary(dispatcher_, "ListMetricDescriptors", Bounded(ctx, options_), ctx, req, resp,
+               [this](const common::Context& c, const auto& r) { return service_.ListMetricDescriptors(c, r); });
 }
 
-grpc::Status RuntimeServiceImpl::ListPodSandboxMetrics(grpc::ServerContext* ctx, const v1::ListPodSandboxMetricsRequest* req, v1::ListPodSandboxMetricsResponse* resp) {
-  return Handle("ListPodSandboxMetrics", Bounded(ctx, options_), *req, resp, [&](const common::Context& c, const auto& r) { return service_.ListPodSandboxMetrics(c, r); });
+grpc::ServerUnaryReactor* RuntimeServiceImpl::ListPodSandboxMetrics(grpc::CallbackServerContext* ctx, const v1::ListPodSandboxMetricsRequest* req, v1::ListPodSandboxMetricsResponse* resp) {
+  return Unary(dispatcher_, "ListPodSandboxMetrics", Bounded(ctx, options_), ctx, req, resp,
+               [this](const common::Context& c, const auto& r) { return service_.ListPodSandboxMetrics(c, r); });
 }
 
-grpc::Status RuntimeServiceImpl::StreamPodSandboxMetrics(grpc::ServerContext* ctx, const v1::StreamPodSandboxMetricsRequest* req, grpc::ServerWriter<v1::StreamPodSandboxMetricsResponse>* writer) {
-  return Handle("StreamPodSandboxMetrics", Bounded(ctx, options_), *req, writer, [&](const common::Context& c, const auto&) {
-    auto listed = service_.ListPodSandboxMetrics(c, v1::ListPodSandboxMetricsRequest());
-    if (!listed.ok()) return listed.status();
-    return WriteBatches<v1::StreamPodSandboxMetricsResponse>(listed->pod_metrics(), writer,
-                                                             [](v1::StreamPodSandboxMetricsResponse& b) { return b.mutable_pod_sandbox_metrics(); });
+grpc::ServerWriteReactor<v1::StreamPodSandboxMetricsResponse>* RuntimeServiceImpl::StreamPodSandboxMetrics(grpc::CallbackServerContext* ctx, const v1::StreamPodSandboxMetricsRequest* req) {
+  return Stream<v1::StreamPodSandboxMetricsResponse>(dispatcher_, "StreamPodSandboxMetrics", Bounded(ctx, options_), ctx, req,
+                [this](const common::Context& c, const auto&) -> absl::StatusOr<std::vector<v1::StreamPodSandboxMetricsResponse>> {
+    ASSIGN_OR_RETURN(auto listed, service_.ListPodSandboxMetrics(c, v1::ListPodSandboxMetricsRequest()));
+    return Batches<v1::StreamPodSandboxMetricsResponse>(*listed.mutable_pod_metrics(), [](v1::StreamPodSandboxMetricsResponse& b) { return b.mutable_pod_sandbox_metrics(); });
   });
 }
 
-grpc::Status RuntimeServiceImpl::RuntimeConfig(grpc::ServerContext* ctx, const v1::RuntimeConfigRequest* req, v1::RuntimeConfigResponse* resp) {
-  return Handle("RuntimeConfig", Bounded(ctx, options_), *req, resp, [&](const common::Context& c, const auto& r) { return service_.RuntimeConfig(c, r); });
+grpc::ServerUnaryReactor* RuntimeServiceImpl::RuntimeConfig(grpc::CallbackServerContext* ctx, const v1::RuntimeConfigRequest* req, v1::RuntimeConfigResponse* resp) {
+  return Unary(dispatcher_, "RuntimeConfig", Bounded(ctx, options_), ctx, req, resp,
+               [this](const common::Context& c, const auto& r) { return service_.RuntimeConfig(c, r); });
 }
 
-grpc::Status RuntimeServiceImpl::UpdatePodSandboxResources(grpc::ServerContext* ctx, const v1::UpdatePodSandboxResourcesRequest* req, v1::UpdatePodSandboxResourcesResponse* resp) {
-  return Handle("UpdatePodSandboxResources", Bounded(ctx, options_), *req, resp, [&](const common::Context& c, const auto& r) { return service_.UpdatePodSandboxResources(c, r); });
+grpc::ServerUnaryReactor* RuntimeServiceImpl::UpdatePodSandboxResources(grpc::CallbackServerContext* ctx, const v1::UpdatePodSandboxResourcesRequest* req, v1::UpdatePodSandboxResourcesResponse* resp) {
+  return Unary(dispatcher_, "UpdatePodSandboxResources", Bounded(ctx, options_), ctx, req, resp,
+               [this](const common::Context& c, const auto& r) { return service_.UpdatePodSandboxResources(c, r); });
 }
 
-grpc::Status ImageServiceImpl::ListImages(grpc::ServerContext* ctx, const v1::ListImagesRequest* req, v1::ListImagesResponse* resp) {
-  return Handle("ListImages", Bounded(ctx, options_), *req, resp, [&](const common::Context& c, const auto& r) { return service_.ListImages(c, r); });
+grpc::ServerUnaryReactor* ImageServiceImpl::ListImages(grpc::CallbackServerContext* ctx, const v1::ListImagesRequest* req, v1::ListImagesResponse* resp) {
+  return Unary(dispatcher_, "ListImages", Bounded(ctx, options_), ctx, req, resp,
+               [this](const common::Context& c, const auto& r) { return service_.ListImages(c, r); });
 }
 
-grpc::Status ImageServiceImpl::StreamImages(grpc::ServerContext* ctx, const v1::StreamImagesRequest* req, grpc::ServerWriter<v1::StreamImagesResponse>* writer) {
-  return Handle("StreamImages", Bounded(ctx, options_), *req, writer, [&](const common::Context& c, const auto& r) {
+grpc::ServerWriteReactor<v1::StreamImagesResponse>* ImageServiceImpl::StreamImages(grpc::CallbackServerContext* ctx, const v1::StreamImagesRequest* req) {
+  return Stream<v1::StreamImagesResponse>(dispatcher_, "StreamImages", Bounded(ctx, options_), ctx, req,
+                [this](const common::Context& c, const auto& r) -> absl::StatusOr<std::vector<v1::StreamImagesResponse>> {
     v1::ListImagesRequest list;
     *list.mutable_filter() = r.filter();
-    auto listed = service_.ListImages(c, list);
-    if (!listed.ok()) return listed.status();
-    return WriteBatches<v1::StreamImagesResponse>(listed->images(), writer,
-                                                  [](v1::StreamImagesResponse& b) { return b.mutable_images(); });
+    ASSIGN_OR_RETURN(auto listed, service_.ListImages(c, list));
+    return Batches<v1::StreamImagesResponse>(*listed.mutable_images(), [](v1::StreamImagesResponse& b) { return b.mutable_images(); });
   });
 }
 
-grpc::Status ImageServiceImpl::ImageStatus(grpc::ServerContext* ctx, const v1::ImageStatusRequest* req, v1::ImageStatusResponse* resp) {
-  return Handle("ImageStatus", Bounded(ctx, options_), *req, resp, [&](const common::Context& c, const auto& r) { return service_.ImageStatus(c, r); });
+grpc::ServerUnaryReactor* ImageServiceImpl::ImageStatus(grpc::CallbackServerContext* ctx, const v1::ImageStatusRequest* req, v1::ImageStatusResponse* resp) {
+  return Unary(dispatcher_, "ImageStatus", Bounded(ctx, options_), ctx, req, resp,
+               [this](const common::Context& c, const auto& r) { return service_.ImageStatus(c, r); });
 }
 
-grpc::Status ImageServiceImpl::PullImage(grpc::ServerContext* ctx, const v1::PullImageRequest* req, v1::PullImageResponse* resp) {
-  return Handle("PullImage", Unbounded(ctx, options_), *req, resp, [&](const common::Context& c, const auto& r) { return service_.PullImage(c, r); });
+grpc::ServerUnaryReactor* ImageServiceImpl::PullImage(grpc::CallbackServerContext* ctx, const v1::PullImageRequest* req, v1::PullImageResponse* resp) {
+  return Unary(dispatcher_, "PullImage", Unbounded(ctx, options_), ctx, req, resp,
+               [this](const common::Context& c, const auto& r) { return service_.PullImage(c, r); });
 }
 
-grpc::Status ImageServiceImpl::RemoveImage(grpc::ServerContext* ctx, const v1::RemoveImageRequest* req, v1::RemoveImageResponse* resp) {
-  return Handle("RemoveImage", Bounded(ctx, options_), *req, resp, [&](const common::Context& c, const auto& r) { return service_.RemoveImage(c, r); });
+grpc::ServerUnaryReactor* ImageServiceImpl::RemoveImage(grpc::CallbackServerContext* ctx, const v1::RemoveImageRequest* req, v1::RemoveImageResponse* resp) {
+  return Unary(dispatcher_, "RemoveImage", Bounded(ctx, options_), ctx, req, resp,
+               [this](const common::Context& c, const auto& r) { return service_.RemoveImage(c, r); });
 }
 
-grpc::Status ImageServiceImpl::ImageFsInfo(grpc::ServerContext* ctx, const v1::ImageFsInfoRequest* req, v1::ImageFsInfoResponse* resp) {
-  return Handle("ImageFsInfo", Bounded(ctx, options_), *req, resp, [&](const common::Context& c, const auto& r) { return service_.ImageFsInfo(c, r); });
+grpc::ServerUnaryReactor* ImageServiceImpl::ImageFsInfo(grpc::CallbackServerContext* ctx, const v1::ImageFsInfoRequest* req, v1::ImageFsInfoResponse* resp) {
+  return Unary(dispatcher_, "ImageFsInfo", Bounded(ctx, options_), ctx, req, resp,
+               [this](const common::Context& c, const auto& r) { return service_.ImageFsInfo(c, r); });
 }
 
 }  // namespace shim

@@ -1,11 +1,13 @@
 #pragma once
-// The gRPC face of CriService: every CRI v1 RPC is registered here. Statuses are
-// converted to gRPC in one place; RPCs that a later milestone delivers answer
-// UNIMPLEMENTED with a message saying so.
+// The gRPC face of CriService: every CRI v1 RPC is registered here, on gRPC's callback
+// API. gRPC's threads only hand calls over: each call runs on a worker of its lane
+// (shim/dispatch/), and its answer goes back from there. Statuses are converted to
+// gRPC in one place.
 #include <grpcpp/grpcpp.h>
 
 #include "api/cri.h"
 #include "shim/cri_service.h"
+#include "shim/dispatch/dispatcher.h"
 
 namespace shim::events {
 class EventHub;
@@ -20,71 +22,80 @@ struct GrpcOptions {
 
 grpc::Status ToGrpcStatus(const absl::Status& status);
 
-// GetContainerEvents, endless, uses gRPC's callback API so that its streams pin no
-// thread of the sync pool; the others are sync.
-class RuntimeServiceImpl final
-    : public v1::RuntimeService::WithCallbackMethod_GetContainerEvents<v1::RuntimeService::Service> {
- public:
-  // Without `events`, GetContainerEvents answers UNIMPLEMENTED.
-  RuntimeServiceImpl(CriService& service, GrpcOptions options, events::EventHub* events = nullptr)
-      : service_(service), options_(options), events_(events) {}
+// The shutdown (SIGTERM): calls still waiting for a worker are answered UNAVAILABLE
+// (the kubelet tries them again), running ones get `grace` and are then cancelled.
+// Returns once every call has answered and the workers are joined.
+void StopServing(grpc::Server& server, dispatch::Dispatcher& dispatcher, absl::Duration grace);
 
-  grpc::Status Version(grpc::ServerContext* ctx, const v1::VersionRequest* req, v1::VersionResponse* resp) override;
-  grpc::Status RunPodSandbox(grpc::ServerContext* ctx, const v1::RunPodSandboxRequest* req, v1::RunPodSandboxResponse* resp) override;
-  grpc::Status StopPodSandbox(grpc::ServerContext* ctx, const v1::StopPodSandboxRequest* req, v1::StopPodSandboxResponse* resp) override;
-  grpc::Status RemovePodSandbox(grpc::ServerContext* ctx, const v1::RemovePodSandboxRequest* req, v1::RemovePodSandboxResponse* resp) override;
-  grpc::Status PodSandboxStatus(grpc::ServerContext* ctx, const v1::PodSandboxStatusRequest* req, v1::PodSandboxStatusResponse* resp) override;
-  grpc::Status ListPodSandbox(grpc::ServerContext* ctx, const v1::ListPodSandboxRequest* req, v1::ListPodSandboxResponse* resp) override;
-  grpc::Status StreamPodSandboxes(grpc::ServerContext* ctx, const v1::StreamPodSandboxesRequest* req, grpc::ServerWriter<v1::StreamPodSandboxesResponse>* writer) override;
-  grpc::Status CreateContainer(grpc::ServerContext* ctx, const v1::CreateContainerRequest* req, v1::CreateContainerResponse* resp) override;
-  grpc::Status StartContainer(grpc::ServerContext* ctx, const v1::StartContainerRequest* req, v1::StartContainerResponse* resp) override;
-  grpc::Status StopContainer(grpc::ServerContext* ctx, const v1::StopContainerRequest* req, v1::StopContainerResponse* resp) override;
-  grpc::Status RemoveContainer(grpc::ServerContext* ctx, const v1::RemoveContainerRequest* req, v1::RemoveContainerResponse* resp) override;
-  grpc::Status ListContainers(grpc::ServerContext* ctx, const v1::ListContainersRequest* req, v1::ListContainersResponse* resp) override;
-  grpc::Status StreamContainers(grpc::ServerContext* ctx, const v1::StreamContainersRequest* req, grpc::ServerWriter<v1::StreamContainersResponse>* writer) override;
-  grpc::Status ContainerStatus(grpc::ServerContext* ctx, const v1::ContainerStatusRequest* req, v1::ContainerStatusResponse* resp) override;
-  grpc::Status UpdateContainerResources(grpc::ServerContext* ctx, const v1::UpdateContainerResourcesRequest* req, v1::UpdateContainerResourcesResponse* resp) override;
-  grpc::Status ReopenContainerLog(grpc::ServerContext* ctx, const v1::ReopenContainerLogRequest* req, v1::ReopenContainerLogResponse* resp) override;
-  grpc::Status ExecSync(grpc::ServerContext* ctx, const v1::ExecSyncRequest* req, v1::ExecSyncResponse* resp) override;
-  grpc::Status Exec(grpc::ServerContext* ctx, const v1::ExecRequest* req, v1::ExecResponse* resp) override;
-  grpc::Status Attach(grpc::ServerContext* ctx, const v1::AttachRequest* req, v1::AttachResponse* resp) override;
-  grpc::Status PortForward(grpc::ServerContext* ctx, const v1::PortForwardRequest* req, v1::PortForwardResponse* resp) override;
-  grpc::Status ContainerStats(grpc::ServerContext* ctx, const v1::ContainerStatsRequest* req, v1::ContainerStatsResponse* resp) override;
-  grpc::Status ListContainerStats(grpc::ServerContext* ctx, const v1::ListContainerStatsRequest* req, v1::ListContainerStatsResponse* resp) override;
-  grpc::Status StreamContainerStats(grpc::ServerContext* ctx, const v1::StreamContainerStatsRequest* req, grpc::ServerWriter<v1::StreamContainerStatsResponse>* writer) override;
-  grpc::Status PodSandboxStats(grpc::ServerContext* ctx, const v1::PodSandboxStatsRequest* req, v1::PodSandboxStatsResponse* resp) override;
-  grpc::Status ListPodSandboxStats(grpc::ServerContext* ctx, const v1::ListPodSandboxStatsRequest* req, v1::ListPodSandboxStatsResponse* resp) override;
-  grpc::Status StreamPodSandboxStats(grpc::ServerContext* ctx, const v1::StreamPodSandboxStatsRequest* req, grpc::ServerWriter<v1::StreamPodSandboxStatsResponse>* writer) override;
-  grpc::Status UpdateRuntimeConfig(grpc::ServerContext* ctx, const v1::UpdateRuntimeConfigRequest* req, v1::UpdateRuntimeConfigResponse* resp) override;
-  grpc::Status Status(grpc::ServerContext* ctx, const v1::StatusRequest* req, v1::StatusResponse* resp) override;
-  grpc::Status CheckpointContainer(grpc::ServerContext* ctx, const v1::CheckpointContainerRequest* req, v1::CheckpointContainerResponse* resp) override;
+// GetContainerEvents, endless, runs on no worker: its reactor writes what the hub
+// pushes.
+class RuntimeServiceImpl final : public v1::RuntimeService::CallbackService {
+ public:
+  // `service` and `dispatcher` must outlive the server. Without `events`,
+  // GetContainerEvents answers UNIMPLEMENTED.
+  RuntimeServiceImpl(CriService& service, GrpcOptions options, dispatch::Dispatcher& dispatcher,
+                     events::EventHub* events = nullptr)
+      : service_(service), options_(options), dispatcher_(dispatcher), events_(events) {}
+
+  grpc::ServerUnaryReactor* Version(grpc::CallbackServerContext* ctx, const v1::VersionRequest* req, v1::VersionResponse* resp) override;
+  grpc::ServerUnaryReactor* RunPodSandbox(grpc::CallbackServerContext* ctx, const v1::RunPodSandboxRequest* req, v1::RunPodSandboxResponse* resp) override;
+  grpc::ServerUnaryReactor* StopPodSandbox(grpc::CallbackServerContext* ctx, const v1::StopPodSandboxRequest* req, v1::StopPodSandboxResponse* resp) override;
+  grpc::ServerUnaryReactor* RemovePodSandbox(grpc::CallbackServerContext* ctx, const v1::RemovePodSandboxRequest* req, v1::RemovePodSandboxResponse* resp) override;
+  grpc::ServerUnaryReactor* PodSandboxStatus(grpc::CallbackServerContext* ctx, const v1::PodSandboxStatusRequest* req, v1::PodSandboxStatusResponse* resp) override;
+  grpc::ServerUnaryReactor* ListPodSandbox(grpc::CallbackServerContext* ctx, const v1::ListPodSandboxRequest* req, v1::ListPodSandboxResponse* resp) override;
+  grpc::ServerWriteReactor<v1::StreamPodSandboxesResponse>* StreamPodSandboxes(grpc::CallbackServerContext* ctx, const v1::StreamPodSandboxesRequest* req) override;
+  grpc::ServerUnaryReactor* CreateContainer(grpc::CallbackServerContext* ctx, const v1::CreateContainerRequest* req, v1::CreateContainerResponse* resp) override;
+  grpc::ServerUnaryReactor* StartContainer(grpc::CallbackServerContext* ctx, const v1::StartContainerRequest* req, v1::StartContainerResponse* resp) override;
+  grpc::ServerUnaryReactor* StopContainer(grpc::CallbackServerContext* ctx, const v1::StopContainerRequest* req, v1::StopContainerResponse* resp) override;
+  grpc::ServerUnaryReactor* RemoveContainer(grpc::CallbackServerContext* ctx, const v1::RemoveContainerRequest* req, v1::RemoveContainerResponse* resp) override;
+  grpc::ServerUnaryReactor* ListContainers(grpc::CallbackServerContext* ctx, const v1::ListContainersRequest* req, v1::ListContainersResponse* resp) override;
+  grpc::ServerWriteReactor<v1::StreamContainersResponse>* StreamContainers(grpc::CallbackServerContext* ctx, const v1::StreamContainersRequest* req) override;
+  grpc::ServerUnaryReactor* ContainerStatus(grpc::CallbackServerContext* ctx, const v1::ContainerStatusRequest* req, v1::ContainerStatusResponse* resp) override;
+  grpc::ServerUnaryReactor* UpdateContainerResources(grpc::CallbackServerContext* ctx, const v1::UpdateContainerResourcesRequest* req, v1::UpdateContainerResourcesResponse* resp) override;
+  grpc::ServerUnaryReactor* ReopenContainerLog(grpc::CallbackServerContext* ctx, const v1::ReopenContainerLogRequest* req, v1::ReopenContainerLogResponse* resp) override;
+  grpc::ServerUnaryReactor* ExecSync(grpc::CallbackServerContext* ctx, const v1::ExecSyncRequest* req, v1::ExecSyncResponse* resp) override;
+  grpc::ServerUnaryReactor* Exec(grpc::CallbackServerContext* ctx, const v1::ExecRequest* req, v1::ExecResponse* resp) override;
+  grpc::ServerUnaryReactor* Attach(grpc::CallbackServerContext* ctx, const v1::AttachRequest* req, v1::AttachResponse* resp) override;
+  grpc::ServerUnaryReactor* PortForward(grpc::CallbackServerContext* ctx, const v1::PortForwardRequest* req, v1::PortForwardResponse* resp) override;
+  grpc::ServerUnaryReactor* ContainerStats(grpc::CallbackServerContext* ctx, const v1::ContainerStatsRequest* req, v1::ContainerStatsResponse* resp) override;
+  grpc::ServerUnaryReactor* ListContainerStats(grpc::CallbackServerContext* ctx, const v1::ListContainerStatsRequest* req, v1::ListContainerStatsResponse* resp) override;
+  grpc::ServerWriteReactor<v1::StreamContainerStatsResponse>* StreamContainerStats(grpc::CallbackServerContext* ctx, const v1::StreamContainerStatsRequest* req) override;
+  grpc::ServerUnaryReactor* PodSandboxStats(grpc::CallbackServerContext* ctx, const v1::PodSandboxStatsRequest* req, v1::PodSandboxStatsResponse* resp) override;
+  grpc::ServerUnaryReactor* ListPodSandboxStats(grpc::CallbackServerContext* ctx, const v1::ListPodSandboxStatsRequest* req, v1::ListPodSandboxStatsResponse* resp) override;
+  grpc::ServerWriteReactor<v1::StreamPodSandboxStatsResponse>* StreamPodSandboxStats(grpc::CallbackServerContext* ctx, const v1::StreamPodSandboxStatsRequest* req) override;
+  grpc::ServerUnaryReactor* UpdateRuntimeConfig(grpc::CallbackServerContext* ctx, const v1::UpdateRuntimeConfigRequest* req, v1::UpdateRuntimeConfigResponse* resp) override;
+  grpc::ServerUnaryReactor* Status(grpc::CallbackServerContext* ctx, const v1::StatusRequest* req, v1::StatusResponse* resp) override;
+  grpc::ServerUnaryReactor* CheckpointContainer(grpc::CallbackServerContext* ctx, const v1::CheckpointContainerRequest* req, v1::CheckpointContainerResponse* resp) override;
   grpc::ServerWriteReactor<v1::ContainerEventResponse>* GetContainerEvents(grpc::CallbackServerContext* ctx, const v1::GetEventsRequest* req) override;
-  grpc::Status ListMetricDescriptors(grpc::ServerContext* ctx, const v1::ListMetricDescriptorsRequest* req, v1::ListMetricDescriptorsResponse* resp) override;
-  grpc::Status ListPodSandboxMetrics(grpc::ServerContext* ctx, const v1::ListPodSandboxMetricsRequest* req, v1::ListPodSandboxMetricsResponse* resp) override;
-  grpc::Status StreamPodSandboxMetrics(grpc::ServerContext* ctx, const v1::StreamPodSandboxMetricsRequest* req, grpc::ServerWriter<v1::StreamPodSandboxMetricsResponse>* writer) override;
-  grpc::Status RuntimeConfig(grpc::ServerContext* ctx, const v1::RuntimeConfigRequest* req, v1::RuntimeConfigResponse* resp) override;
-  grpc::Status UpdatePodSandboxResources(grpc::ServerContext* ctx, const v1::UpdatePodSandboxResourcesRequest* req, v1::UpdatePodSandboxResourcesResponse* resp) override;
+  grpc::ServerUnaryReactor* ListMetricDescriptors(grpc::CallbackServerContext* ctx, const v1::ListMetricDescriptorsRequest* req, v1::ListMetricDescriptorsResponse* resp) override;
+  grpc::ServerUnaryReactor* ListPodSandboxMetrics(grpc::CallbackServerContext* ctx, const v1::ListPodSandboxMetricsRequest* req, v1::ListPodSandboxMetricsResponse* resp) override;
+  grpc::ServerWriteReactor<v1::StreamPodSandboxMetricsResponse>* StreamPodSandboxMetrics(grpc::CallbackServerContext* ctx, const v1::StreamPodSandboxMetricsRequest* req) override;
+  grpc::ServerUnaryReactor* RuntimeConfig(grpc::CallbackServerContext* ctx, const v1::RuntimeConfigRequest* req, v1::RuntimeConfigResponse* resp) override;
+  grpc::ServerUnaryReactor* UpdatePodSandboxResources(grpc::CallbackServerContext* ctx, const v1::UpdatePodSandboxResourcesRequest* req, v1::UpdatePodSandboxResourcesResponse* resp) override;
 
  private:
   CriService& service_;
   GrpcOptions options_;
+  dispatch::Dispatcher& dispatcher_;
   events::EventHub* events_;
 };
 
-class ImageServiceImpl final : public v1::ImageService::Service {
+class ImageServiceImpl final : public v1::ImageService::CallbackService {
  public:
-  ImageServiceImpl(CriService& service, GrpcOptions options) : service_(service), options_(options) {}
+  ImageServiceImpl(CriService& service, GrpcOptions options, dispatch::Dispatcher& dispatcher)
+      : service_(service), options_(options), dispatcher_(dispatcher) {}
 
-  grpc::Status ListImages(grpc::ServerContext* ctx, const v1::ListImagesRequest* req, v1::ListImagesResponse* resp) override;
-  grpc::Status StreamImages(grpc::ServerContext* ctx, const v1::StreamImagesRequest* req, grpc::ServerWriter<v1::StreamImagesResponse>* writer) override;
-  grpc::Status ImageStatus(grpc::ServerContext* ctx, const v1::ImageStatusRequest* req, v1::ImageStatusResponse* resp) override;
-  grpc::Status PullImage(grpc::ServerContext* ctx, const v1::PullImageRequest* req, v1::PullImageResponse* resp) override;
-  grpc::Status RemoveImage(grpc::ServerContext* ctx, const v1::RemoveImageRequest* req, v1::RemoveImageResponse* resp) override;
-  grpc::Status ImageFsInfo(grpc::ServerContext* ctx, const v1::ImageFsInfoRequest* req, v1::ImageFsInfoResponse* resp) override;
+  grpc::ServerUnaryReactor* ListImages(grpc::CallbackServerContext* ctx, const v1::ListImagesRequest* req, v1::ListImagesResponse* resp) override;
+  grpc::ServerWriteReactor<v1::StreamImagesResponse>* StreamImages(grpc::CallbackServerContext* ctx, const v1::StreamImagesRequest* req) override;
+  grpc::ServerUnaryReactor* ImageStatus(grpc::CallbackServerContext* ctx, const v1::ImageStatusRequest* req, v1::ImageStatusResponse* resp) override;
+  grpc::ServerUnaryReactor* PullImage(grpc::CallbackServerContext* ctx, const v1::PullImageRequest* req, v1::PullImageResponse* resp) override;
+  grpc::ServerUnaryReactor* RemoveImage(grpc::CallbackServerContext* ctx, const v1::RemoveImageRequest* req, v1::RemoveImageResponse* resp) override;
+  grpc::ServerUnaryReactor* ImageFsInfo(grpc::CallbackServerContext* ctx, const v1::ImageFsInfoRequest* req, v1::ImageFsInfoResponse* resp) override;
 
  private:
   CriService& service_;
   GrpcOptions options_;
+  dispatch::Dispatcher& dispatcher_;
 };
 
 }  // namespace shim

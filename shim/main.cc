@@ -261,8 +261,10 @@ int main(int argc, char** argv) {
   shim::events::EventHub events(**docker, hub_options, [&service](const shim::events::CriEvent& event) {
     return service.BuildContainerEvent(common::Context::WithTimeout(absl::Seconds(30)), event);
   }, f.relist_from_memory ? &view : nullptr);
-  shim::RuntimeServiceImpl runtime_service(service, grpc_options, &events);
-  shim::ImageServiceImpl image_service(service, grpc_options);
+  // The workers that run CRI calls (lanes.h); gRPC's threads only hand calls over.
+  shim::dispatch::Dispatcher dispatcher;
+  shim::RuntimeServiceImpl runtime_service(service, grpc_options, dispatcher, &events);
+  shim::ImageServiceImpl image_service(service, grpc_options, dispatcher);
 
   // A socket file left by a previous run would make bind fail.
   const bool activated = !listen_fds->empty();
@@ -275,9 +277,6 @@ int main(int argc, char** argv) {
   builder.RegisterService(&runtime_service);
   builder.RegisterService(&image_service);
   shim::ApplyGrpcLimits(builder);
-  grpc::ResourceQuota quota("dockershim");
-  quota.SetMaxThreads(64);
-  builder.SetResourceQuota(quota);
   shim::memory::HeapTrimmer heap_trimmer;
   builder.experimental().SetInterceptorCreators(heap_trimmer.Interceptors());
   std::unique_ptr<grpc::Server> server;
@@ -319,8 +318,7 @@ int main(int argc, char** argv) {
   // Event streams never end by themselves: ended first, they do not hold up the shutdown.
   events.Stop();
   // In-flight calls get a bounded grace period; then they are cancelled.
-  server->Shutdown(std::chrono::system_clock::now() + std::chrono::seconds(10));
-  server->Wait();
+  shim::StopServing(*server, dispatcher, absl::Seconds(10));
   (*streaming_server)->Stop();
   log_copier.Stop();
   writable_layers.Stop();

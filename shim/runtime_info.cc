@@ -14,31 +14,26 @@ namespace {
 constexpr char kRuntimeName[] = "docker";
 constexpr char kCriVersion[] = "0.1.0";  // the kubelet-facing API version string of Version()
 constexpr char kRuntimeApiVersion[] = "v1";
-constexpr absl::Duration kInfoCacheTtl = absl::Seconds(10);
+// Version and Status answer whether or not Docker does: what they ask of it gets at
+// most this long, and half the time the caller has left (crictl waits 2 s in all).
+constexpr absl::Duration kDockerProbeTimeout = absl::Seconds(2);
+
+common::Context ProbeContext(const common::Context& ctx) {
+  return ctx.Bounded(std::min(kDockerProbeTimeout, (ctx.deadline - absl::Now()) / 2));
+}
 }  // namespace
 
 // One /info at a time, so that a burst of pod starts asks dockerd once (about 20 ms of
-// its time each): while it is asked, callers get the answer from before, or wait for
-// this one when there is none yet. After a failed fetch the next caller asks again.
+// its time each).
 absl::StatusOr<std::shared_ptr<const dockerclient::SystemInfo>> CriService::CachedInfo(const common::Context& ctx) {
-  const auto now = [this] { return options_.clock ? options_.clock() : absl::Now(); };
-  absl::MutexLock lock(&info_mu_);
-  while (info_fetching_ && !info_) {  // the first answer is being asked: wait for it
-    if (info_fetched_.WaitWithDeadline(&info_mu_, ctx.deadline) && info_fetching_ && !info_) {
-      return dockerclient::DeadlineError("GET /info");
-    }
-  }
-  if (info_ && (info_fetching_ || now() - info_time_ < kInfoCacheTtl)) return info_;
-  info_fetching_ = true;
-  info_mu_.Unlock();
-  absl::StatusOr<dockerclient::SystemInfo> fetched = docker_.Info(ctx);
-  info_mu_.Lock();
-  info_fetching_ = false;
-  info_fetched_.SignalAll();
-  if (!fetched.ok()) return fetched.status();
-  info_ = std::make_shared<const dockerclient::SystemInfo>(*std::move(fetched));
-  info_time_ = now();
-  return info_;
+  return info_.Get(ctx, [this](const common::Context& c) { return docker_.Info(c); });
+}
+
+absl::StatusOr<std::shared_ptr<const dockerclient::VersionInfo>> CriService::DockerVersion(const common::Context& ctx) {
+  auto version = docker_version_.Get(ProbeContext(ctx), [this](const common::Context& c) { return docker_.Version(c); });
+  if (version.ok()) return version;
+  if (auto last = docker_version_.Last()) return last;
+  return version.status();
 }
 
 absl::StatusOr<EngineFeatures> CriService::Features(const common::Context& ctx) {
@@ -55,13 +50,20 @@ absl::StatusOr<EngineFeatures> CriService::Features(const common::Context& ctx) 
   return features;
 }
 
+// Answers while Docker is away, as containerd does while it cannot reach a shim: the
+// kubelet does not start on a runtime whose Version fails, and crictl asks Version
+// before every command (`crictl info` would not show why the node is down). Docker's
+// version is the last known one, or empty before Docker ever answered.
 absl::StatusOr<v1::VersionResponse> CriService::Version(const common::Context& ctx, const v1::VersionRequest&) {
-  ASSIGN_OR_RETURN(dockerclient::VersionInfo version, docker_.Version(ctx));
   v1::VersionResponse resp;
   resp.set_version(kCriVersion);
   resp.set_runtime_name(kRuntimeName);
-  resp.set_runtime_version(version.version);
   resp.set_runtime_api_version(kRuntimeApiVersion);
+  if (auto version = DockerVersion(ctx); version.ok()) {
+    resp.set_runtime_version((*version)->version);
+  } else {
+    LOG_DEBUG << "Version without Docker's version: " << version.status().message();
+  }
   return resp;
 }
 
@@ -69,7 +71,7 @@ absl::StatusOr<v1::StatusResponse> CriService::Status(const common::Context& ctx
   v1::StatusResponse resp;
   auto* runtime_cond = resp.mutable_status()->add_conditions();
   runtime_cond->set_type("RuntimeReady");
-  absl::StatusOr<std::string> api = docker_.Ping(ctx);
+  absl::StatusOr<std::string> api = docker_.Ping(ProbeContext(ctx));
   runtime_cond->set_status(api.ok());
   if (!api.ok()) {
     runtime_cond->set_reason("DockerDaemonNotReady");
@@ -89,9 +91,11 @@ absl::StatusOr<v1::StatusResponse> CriService::Status(const common::Context& ctx
   // the engine and that runtime make it (the kubelet refuses rro mounts elsewhere).
   // Docker has no per-pod user namespaces. StatusResponse.features stays unset: Docker
   // cannot do Strict supplemental groups, nor user namespaces with the host network.
+  // Left out when /info does not come in time (dockerd answers pings while a stuck
+  // containerd holds /info).
   if (api.ok()) {
-    auto info = CachedInfo(ctx);
-    auto features = Features(ctx);
+    auto features = Features(ProbeContext(ctx));
+    auto info = features.ok() ? CachedInfo(ProbeContext(ctx)) : features.status();  // cached by Features
     if (info.ok() && features.ok()) {
       std::vector<std::string> names = {""};
       names.insert(names.end(), (*info)->runtimes.begin(), (*info)->runtimes.end());
@@ -111,11 +115,9 @@ absl::StatusOr<v1::StatusResponse> CriService::Status(const common::Context& ctx
                              {"rootDirectory", options_.root_directory},
                              {"networkPlugin", network_.Name()},
                              {"dockerApiVersion", api.ok() ? *api : ""}};
-    if (api.ok()) {
-      if (auto version = docker_.Version(ctx); version.ok()) {
-        config["dockerVersion"] = version->version;
-        config["dockerMinApiVersion"] = version->min_api_version;
-      }
+    if (auto version = api.ok() ? DockerVersion(ctx) : docker_version_.Last(); version.ok() && *version) {
+      config["dockerVersion"] = (*version)->version;
+      config["dockerMinApiVersion"] = (*version)->min_api_version;
     }
     (*resp.mutable_info())["config"] = config.dump();
   }

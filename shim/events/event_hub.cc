@@ -94,9 +94,12 @@ void EventHub::Follow() {
 std::shared_ptr<Subscription> EventHub::Subscribe(std::function<void()> wake) {
   auto subscription = std::make_shared<Subscription>(options_.queue_limit, std::move(wake));
   std::lock_guard lock(mu_);
-  if (stopped_) {
+  if (stopped_ || subscribers_.size() >= options_.max_subscribers) {
     std::lock_guard sub_lock(subscription->mu_);
-    subscription->end_ = absl::UnavailableError("dockershim is shutting down");
+    subscription->end_ = stopped_ ? absl::UnavailableError("dockershim is shutting down")
+                                  : absl::ResourceExhaustedError(absl::StrCat(
+                                        "dockershim serves at most ", options_.max_subscribers,
+                                        " GetContainerEvents streams at once; close one first"));
     return subscription;
   }
   subscribers_.push_back(subscription);

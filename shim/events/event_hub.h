@@ -70,6 +70,9 @@ class Subscription {
 struct HubOptions {
   std::string docker_socket_path = "/var/run/docker.sock";
   std::size_t queue_limit = 1000;  // events per subscriber
+  // Streams at once (the kubelet holds one); more end at once RESOURCE_EXHAUSTED, so
+  // that a client opening streams without end costs neither memory nor a push each.
+  std::size_t max_subscribers = 128;
   // CRI events waiting for their statuses; beyond, every subscriber is dropped.
   std::size_t pending_limit = 10000;
   // Waits before reconnecting after the stream broke: doubling from min to max,
@@ -93,7 +96,8 @@ class EventHub {
   EventHub(const EventHub&) = delete;
   EventHub& operator=(const EventHub&) = delete;
 
-  // After Stop, the subscription has already ended (UNAVAILABLE).
+  // After Stop, the subscription has already ended (UNAVAILABLE); with
+  // max_subscribers streams open, RESOURCE_EXHAUSTED.
   std::shared_ptr<Subscription> Subscribe(std::function<void()> wake);
   void Unsubscribe(const std::shared_ptr<Subscription>& subscription);
   // Ends every subscription (UNAVAILABLE), stops following Docker, joins the thread. Idempotent.

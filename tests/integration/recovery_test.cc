@@ -467,6 +467,10 @@ class DockerOutageTest : public RecoveryTest {
     const std::string before = RunContainer(pod_id, pod, "before", "sleep 600");
     ASSERT_FALSE(before.empty());
     ASSERT_TRUE(Saw(events, before, v1::CONTAINER_STARTED_EVENT));
+    v1::VersionResponse version;  // as the kubelet asks at its start
+    ASSERT_TRUE(cri_->runtime().Version(Ctx(std::chrono::seconds(5)).get(), v1::VersionRequest(), &version).ok());
+    const std::string docker_version = version.runtime_version();
+    ASSERT_FALSE(docker_version.empty());
 
     take_down();
     const std::string socket_path = endpoint.substr(endpoint.find("://") + 3);
@@ -480,6 +484,12 @@ class DockerOutageTest : public RecoveryTest {
     EXPECT_EQ(status.status().conditions(0).type(), "RuntimeReady");
     EXPECT_FALSE(status.status().conditions(0).status());
     EXPECT_EQ(status.status().conditions(0).reason(), "DockerDaemonNotReady");
+    // Version answers (the kubelet and crictl call it first), with Docker's version from
+    // before the outage.
+    s = cri_->runtime().Version(Ctx(std::chrono::seconds(1)).get(), v1::VersionRequest(), &version);
+    ASSERT_TRUE(s.ok()) << s.error_message();
+    EXPECT_EQ(version.runtime_name(), "docker");
+    EXPECT_EQ(version.runtime_version(), docker_version) << "the last version Docker told";
     // A call that asks Docker fails fast, UNAVAILABLE, naming the endpoint. (Not a
     // relist: answered from memory until the events stream has seen the outage, which
     // may be a few ms after Status did.)

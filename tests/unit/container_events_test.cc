@@ -189,7 +189,8 @@ TEST_F(ContainerEventsTest, StreamsOverGrpcToEachClientUntilCancelledOrStopped) 
   options.docker_socket_path = dockerd.path();
   events::EventHub hub(docker_, options,
                        [this](const events::CriEvent& e) { return service_->BuildContainerEvent(ctx_, e); });
-  RuntimeServiceImpl runtime(*service_, GrpcOptions{}, &hub);
+  dispatch::Dispatcher dispatcher;
+  RuntimeServiceImpl runtime(*service_, GrpcOptions{}, dispatcher, &hub);
   grpc::ServerBuilder builder;
   builder.RegisterService(&runtime);
   std::unique_ptr<grpc::Server> server = builder.BuildAndStart();
@@ -223,7 +224,8 @@ TEST_F(ContainerEventsTest, StreamsOverGrpcToEachClientUntilCancelledOrStopped) 
 }
 
 TEST_F(ContainerEventsTest, WithoutAHubTheRpcIsUnimplemented) {
-  RuntimeServiceImpl runtime(*service_, GrpcOptions{});
+  dispatch::Dispatcher dispatcher;
+  RuntimeServiceImpl runtime(*service_, GrpcOptions{}, dispatcher);
   grpc::ServerBuilder builder;
   builder.RegisterService(&runtime);
   std::unique_ptr<grpc::Server> server = builder.BuildAndStart();

@@ -68,7 +68,7 @@ class CredentialsTest : public ::testing::Test {
     o.oom_score_adj_floor = -1000;
     service_ = std::make_unique<CriService>(o, docker_, network_);
     ASSERT_TRUE(service_->Init().ok());
-    images_ = std::make_unique<ImageServiceImpl>(*service_, GrpcOptions{});
+    images_ = std::make_unique<ImageServiceImpl>(*service_, GrpcOptions{}, dispatcher_);
     grpc::ServerBuilder builder;
     ApplyGrpcLimits(builder);
     builder.RegisterService(images_.get());
@@ -111,6 +111,7 @@ class CredentialsTest : public ::testing::Test {
   EchoingDocker docker_;
   testing_fakes::FakeNetwork network_;
   std::unique_ptr<CriService> service_;
+  dispatch::Dispatcher dispatcher_;
   std::unique_ptr<ImageServiceImpl> images_;
   std::unique_ptr<grpc::Server> server_;
   std::unique_ptr<v1::ImageService::Stub> stub_;

@@ -291,6 +291,20 @@ TEST_F(EventHubTest, SubscribingAfterStopEndsAtOnce) {
   EXPECT_TRUE(absl::IsUnavailable(*s->End()));
 }
 
+TEST_F(EventHubTest, StreamsBeyondTheMaximumEndAtOnceResourceExhausted) {
+  Serve([&](int fd, int) { Hold(fd); });
+  std::vector<Collector*> open;
+  for (int i = 0; i < 128; ++i) open.push_back(Subscribe());
+  for (Collector* c : open) EXPECT_FALSE(c->End().has_value());
+  auto refused = Subscribe();
+  ASSERT_TRUE(refused->End().has_value());
+  EXPECT_TRUE(absl::IsResourceExhausted(*refused->End())) << *refused->End();
+  EXPECT_THAT(std::string(refused->End()->message()), ::testing::HasSubstr("at most 128"));
+  hub_->Unsubscribe(open.front()->subscription);
+  auto next = Subscribe();
+  EXPECT_FALSE(next->End().has_value()) << "room again once one left";
+}
+
 // A follower that records what the hub hands it.
 struct RecordingFollower : Follower {
   std::mutex mu;

@@ -226,8 +226,8 @@ class MalformedRequestsTest : public ::testing::Test {
     hub_options.docker_socket_path = root_ + "/no-dockerd.sock";  // no events ever come
     hub_ = std::make_unique<events::EventHub>(
         docker_, hub_options, [this](const events::CriEvent& e) { return service_->BuildContainerEvent(ctx_, e); });
-    runtime_ = std::make_unique<RuntimeServiceImpl>(*service_, GrpcOptions{}, hub_.get());
-    images_ = std::make_unique<ImageServiceImpl>(*service_, GrpcOptions{});
+    runtime_ = std::make_unique<RuntimeServiceImpl>(*service_, GrpcOptions{}, dispatcher_, hub_.get());
+    images_ = std::make_unique<ImageServiceImpl>(*service_, GrpcOptions{}, dispatcher_);
     grpc::ServerBuilder builder;
     ApplyGrpcLimits(builder);
     builder.RegisterService(runtime_.get());
@@ -387,6 +387,7 @@ class MalformedRequestsTest : public ::testing::Test {
   Issuer issuer_;
   std::unique_ptr<CriService> service_;
   std::unique_ptr<events::EventHub> hub_;
+  dispatch::Dispatcher dispatcher_;
   std::unique_ptr<RuntimeServiceImpl> runtime_;
   std::unique_ptr<ImageServiceImpl> images_;
   std::unique_ptr<grpc::Server> server_;

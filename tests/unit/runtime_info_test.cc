@@ -1,3 +1,4 @@
+#include <gmock/gmock.h>
 #include <gtest/gtest.h>
 
 #include <atomic>
@@ -10,6 +11,7 @@
 #include "shim/cri_service.h"
 #include "tests/unit/fake_docker_client.h"
 #include "tests/unit/fake_network.h"
+#include "tests/unit/gated_docker_client.h"
 
 namespace shim {
 namespace {
@@ -29,6 +31,105 @@ TEST_F(RuntimeInfoTest, Version) {
   EXPECT_EQ(v->runtime_name(), "docker");
   EXPECT_EQ(v->runtime_version(), "20.10.24");
   EXPECT_EQ(v->runtime_api_version(), "v1");
+}
+
+// A service whose clock the test moves.
+class RuntimeInfoClockTest : public ::testing::Test {
+ protected:
+  static Options WithClock(absl::Time* now) {
+    Options options;
+    options.clock = [now] { return *now; };
+    return options;
+  }
+  absl::Time now = absl::FromUnixSeconds(1000);
+  testing_fakes::FakeDockerClient docker;
+  testing_fakes::FakeNetwork network;
+  CriService service{WithClock(&now), docker, network};
+  const common::Context ctx = common::Context::WithTimeout(absl::Seconds(5));
+};
+
+// Docker's version is asked at most once a minute, however often Version is called
+// (crictl calls it before every command).
+TEST_F(RuntimeInfoClockTest, DockersVersionIsAskedAtMostOnceAMinute) {
+  for (int i = 0; i < 100; ++i) {
+    auto v = service.Version(ctx, v1::VersionRequest());
+    ASSERT_TRUE(v.ok()) << v.status();
+    EXPECT_EQ(v->runtime_version(), "20.10.24");
+  }
+  EXPECT_EQ(docker.CallCount("Version"), 1);
+  now += absl::Seconds(61);
+  docker.version.version = "26.1.4";  // dockerd was upgraded and restarted
+  EXPECT_EQ(service.Version(ctx, v1::VersionRequest())->runtime_version(), "26.1.4");
+  EXPECT_EQ(docker.CallCount("Version"), 2);
+}
+
+// The kubelet does not start on a runtime whose Version fails, and crictl calls it
+// before `crictl info`: Version answers while Docker is away, with the last version
+// Docker told, or none.
+TEST_F(RuntimeInfoClockTest, VersionAnswersWhileDockerIsAway) {
+  docker.FailOperation("Version", absl::UnavailableError("get Docker version: cannot connect to the Docker daemon"));
+  auto never = service.Version(ctx, v1::VersionRequest());
+  ASSERT_TRUE(never.ok()) << never.status();
+  EXPECT_EQ(never->runtime_name(), "docker");
+  EXPECT_EQ(never->runtime_api_version(), "v1");
+  EXPECT_EQ(never->version(), "0.1.0");
+  EXPECT_EQ(never->runtime_version(), "") << "Docker never answered";
+
+  docker.ClearFailures();
+  EXPECT_EQ(service.Version(ctx, v1::VersionRequest())->runtime_version(), "20.10.24");
+  docker.FailOperation("Version", absl::UnavailableError("get Docker version: cannot connect to the Docker daemon"));
+  now += absl::Minutes(5);
+  auto away = service.Version(ctx, v1::VersionRequest());
+  ASSERT_TRUE(away.ok()) << away.status();
+  EXPECT_EQ(away->runtime_version(), "20.10.24") << "the last known one";
+  EXPECT_EQ(docker.CallCount("Version"), 3) << "asked again once stale";
+}
+
+// A dockerd that accepts and does not answer: Version and Status answer within 2 s (or
+// half the caller's time), Status with RuntimeReady false and Docker's error.
+TEST(RuntimeInfoHungDockerTest, VersionAndStatusAnswerInTimeWhileDockerHangs) {
+  testing_fakes::GatedDockerClient docker;
+  testing_fakes::FakeNetwork network;
+  CriService service(Options(), docker, network);
+  docker.Close("Version");
+  docker.Close("Ping");
+
+  absl::Time start = absl::Now();
+  auto version = service.Version(common::Context::WithTimeout(absl::Seconds(120)), v1::VersionRequest());
+  ASSERT_TRUE(version.ok()) << version.status();
+  EXPECT_EQ(version->runtime_version(), "");
+  EXPECT_LT(absl::Now() - start, absl::Seconds(3)) << "2 s for Docker at most";
+
+  start = absl::Now();
+  auto status = service.Status(common::Context::WithTimeout(absl::Seconds(2)), v1::StatusRequest());
+  const absl::Duration took = absl::Now() - start;
+  ASSERT_TRUE(status.ok()) << status.status();
+  EXPECT_LT(took, absl::Milliseconds(1500)) << "half of crictl's 2 s";
+  const v1::RuntimeCondition& runtime = status->status().conditions(0);
+  EXPECT_EQ(runtime.type(), "RuntimeReady");
+  EXPECT_FALSE(runtime.status());
+  EXPECT_EQ(runtime.reason(), "DockerDaemonNotReady");
+  EXPECT_THAT(runtime.message(), ::testing::HasSubstr("did not answer"));
+  EXPECT_TRUE(status->status().conditions(1).status()) << "the network is ready";
+
+  // dockerd answers pings but not /info (a stuck containerd holds it): ready, without
+  // the runtime handlers, in time.
+  docker.OpenAll();
+  docker.Close("Info");
+  start = absl::Now();
+  status = service.Status(common::Context::WithTimeout(absl::Seconds(2)), v1::StatusRequest());
+  ASSERT_TRUE(status.ok()) << status.status();
+  EXPECT_LT(absl::Now() - start, absl::Milliseconds(1500));
+  EXPECT_TRUE(status->status().conditions(0).status());
+  EXPECT_EQ(status->runtime_handlers_size(), 0);
+
+  docker.OpenAll();
+  status = service.Status(common::Context::WithTimeout(absl::Seconds(2)), v1::StatusRequest());
+  ASSERT_TRUE(status.ok()) << status.status();
+  EXPECT_TRUE(status->status().conditions(0).status());
+  EXPECT_EQ(status->runtime_handlers_size(), 1 + docker.info.runtimes.size()) << "the default and Docker's";
+  EXPECT_EQ(service.Version(common::Context::WithTimeout(absl::Seconds(2)), v1::VersionRequest())->runtime_version(),
+            "20.10.24");
 }
 
 TEST_F(RuntimeInfoTest, StatusReadyWhenDockerAndNetworkAre) {

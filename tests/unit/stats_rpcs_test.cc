@@ -937,7 +937,8 @@ TEST_P(StatsServiceTest, StreamRpcsSendTheListsOverGrpc) {
   const std::string db = RunPod(PodConfig("db"));
   const std::string a = AddContainer(web, "a");
   const std::string c = AddContainer(db, "c");
-  RuntimeServiceImpl runtime(*service_, GrpcOptions{});
+  dispatch::Dispatcher dispatcher;
+  RuntimeServiceImpl runtime(*service_, GrpcOptions{}, dispatcher);
   grpc::ServerBuilder builder;
   builder.RegisterService(&runtime);
   std::unique_ptr<grpc::Server> server = builder.BuildAndStart();

@@ -1,0 +1,81 @@
+#pragma once
+// Runs CRI calls on bounded worker pools, one per lane (lanes.h), each behind a
+// bounded queue. gRPC's callback API hands every call over at once and holds no
+// thread for it: a burst waits here, in memory, instead of being refused for lack of
+// threads. A call is refused only when its lane's queue is full, when it can no
+// longer be useful (its deadline passed or its client left while it waited), or at
+// shutdown. The call runs on the worker's thread from start to end, so what is
+// bound to a thread (observability::RpcScope) covers all of its Docker calls.
+#include <condition_variable>
+#include <list>
+#include <mutex>
+#include <thread>
+#include <unordered_map>
+#include <vector>
+
+#include "absl/status/status.h"
+#include "absl/time/time.h"
+#include "shim/dispatch/lanes.h"
+
+namespace shim::dispatch {
+
+// A call given to the dispatcher: exactly one of Run and Refuse is called, once.
+class Call {
+ public:
+  virtual absl::Time deadline() const = 0;
+  virtual bool cancelled() const = 0;
+  virtual void Run() = 0;                              // on a worker of its lane
+  virtual void Refuse(const absl::Status& why) = 0;    // instead of running; any thread
+
+ protected:
+  ~Call() = default;
+};
+
+class Dispatcher {
+ public:
+  explicit Dispatcher(Limits limits = DefaultLimits());
+  ~Dispatcher();  // Stop, then Join
+  Dispatcher(const Dispatcher&) = delete;
+  Dispatcher& operator=(const Dispatcher&) = delete;
+
+  // Queues `call` (it must stay alive until run or refused), or refuses it at once:
+  // RESOURCE_EXHAUSTED when the lane's queue is full, UNAVAILABLE after Stop.
+  void Submit(Lane lane, Call& call);
+  // gRPC cancelled the call (its client left or its deadline passed): refused
+  // DEADLINE_EXCEEDED or CANCELLED if it still waits; otherwise it runs or ran, and
+  // nothing happens.
+  void Withdraw(Call& call);
+  // Refuses the queued calls and every later one UNAVAILABLE; running calls go on.
+  void Stop();
+  // Waits for the running calls to end and joins the workers. After Stop.
+  void Join();
+
+ private:
+  struct Queued {
+    Call* call;
+    absl::Time since;
+  };
+  struct LaneState {
+    LaneLimits limits;
+    std::list<Queued> queue;
+    std::vector<std::thread> workers;
+    int idle = 0;  // workers waiting for a call
+    bool full = false;  // its queue refused a call since it last ran empty (logged once)
+    std::condition_variable wake;
+  };
+  struct Where {
+    Lane lane;
+    std::list<Queued>::iterator it;
+  };
+
+  void Work(Lane lane);
+  LaneState& StateOf(Lane lane) { return lanes_[static_cast<std::size_t>(lane)]; }
+  void NoteDepth(Lane lane);  // mu_ held
+
+  std::mutex mu_;
+  LaneState lanes_[kLaneCount];                   // guarded by mu_
+  std::unordered_map<const Call*, Where> queued_;  // guarded by mu_
+  bool stopped_ = false;                           // guarded by mu_
+};
+
+}  // namespace shim::dispatch

@@ -1,0 +1,232 @@
+// The CRI calls' worker pools (shim/dispatch/): lanes, bounded queues, refusals, shutdown.
+#include "shim/dispatch/dispatcher.h"
+
+#include <gmock/gmock.h>
+#include <google/protobuf/descriptor.h>
+#include <gtest/gtest.h>
+
+#include <atomic>
+#include <memory>
+#include <optional>
+#include <string>
+#include <thread>
+#include <vector>
+
+#include "absl/synchronization/notification.h"
+#include "api/cri.h"
+
+namespace shim::dispatch {
+namespace {
+
+using ::testing::HasSubstr;
+using ::testing::Not;
+
+// What the tests hand the dispatcher: counts its runs, waits at `gate` while running
+// when given one, remembers its refusal.
+class TestCall final : public Call {
+ public:
+  explicit TestCall(absl::Notification* gate = nullptr, absl::Time deadline = absl::InfiniteFuture())
+      : gate_(gate), deadline_(deadline) {}
+
+  absl::Time deadline() const override { return deadline_; }
+  bool cancelled() const override { return cancelled_; }
+  void Run() override {
+    running_thread_ = std::this_thread::get_id();
+    started_.Notify();
+    if (gate_) gate_->WaitForNotification();
+    ++runs_;
+    done_.Notify();
+  }
+  void Refuse(const absl::Status& why) override {
+    refusal_ = why;
+    done_.Notify();
+  }
+
+  void Cancel() { cancelled_ = true; }
+  bool AwaitStarted(absl::Duration timeout = absl::Seconds(5)) {
+    return started_.WaitForNotificationWithTimeout(timeout);
+  }
+  bool AwaitDone(absl::Duration timeout = absl::Seconds(5)) { return done_.WaitForNotificationWithTimeout(timeout); }
+  bool HasEnded() const { return done_.HasBeenNotified(); }
+  int runs() const { return runs_; }
+  const std::optional<absl::Status>& refusal() const { return refusal_; }
+  std::thread::id running_thread() const { return running_thread_; }
+
+ private:
+  absl::Notification* const gate_;
+  const absl::Time deadline_;
+  std::atomic<bool> cancelled_{false};
+  std::atomic<int> runs_{0};
+  std::optional<absl::Status> refusal_;
+  std::thread::id running_thread_;
+  absl::Notification started_, done_;
+};
+
+Limits Small(int workers, std::size_t queued) {
+  Limits limits;
+  for (LaneLimits& l : limits) l = {workers, queued};
+  return limits;
+}
+
+TEST(LanesTest, EveryRpcOfBothServicesHasALaneButTheEventsStream) {
+  std::vector<std::string> missing;
+  for (const char* service_name : {"runtime.v1.RuntimeService", "runtime.v1.ImageService"}) {
+    const google::protobuf::ServiceDescriptor* service =
+        google::protobuf::DescriptorPool::generated_pool()->FindServiceByName(service_name);
+    ASSERT_NE(service, nullptr) << service_name;
+    for (int i = 0; i < service->method_count(); ++i) {
+      const std::string& name = service->method(i)->name();
+      if (name == "GetContainerEvents") {
+        EXPECT_FALSE(LaneOf(name)) << "the events stream runs on no worker";
+      } else if (!LaneOf(name)) {
+        missing.push_back(name);
+      }
+    }
+  }
+  EXPECT_THAT(missing, ::testing::IsEmpty());
+  EXPECT_FALSE(LaneOf("NoSuchRpc"));
+}
+
+TEST(LanesTest, ShortCallsNeverShareALaneWithCallsThatWaitOnContainersOrRegistries) {
+  EXPECT_EQ(LaneOf("Version"), Lane::kHealth);
+  EXPECT_EQ(LaneOf("Status"), Lane::kHealth);
+  for (const char* name : {"ListPodSandbox", "PodSandboxStatus", "ListContainers", "ContainerStatus", "ImageStatus",
+                           "ListContainerStats"})
+    EXPECT_EQ(LaneOf(name), Lane::kShort) << name;
+  EXPECT_EQ(LaneOf("RunPodSandbox"), Lane::kLifecycle);
+  EXPECT_EQ(LaneOf("StopContainer"), Lane::kProcess);
+  EXPECT_EQ(LaneOf("ExecSync"), Lane::kProcess);
+  EXPECT_EQ(LaneOf("PullImage"), Lane::kPull);
+}
+
+TEST(DispatcherTest, RunsACallOnAWorkerThread) {
+  Dispatcher dispatcher(Small(2, 4));
+  TestCall call;
+  dispatcher.Submit(Lane::kShort, call);
+  ASSERT_TRUE(call.AwaitDone());
+  EXPECT_EQ(call.runs(), 1);
+  EXPECT_FALSE(call.refusal());
+  EXPECT_NE(call.running_thread(), std::this_thread::get_id());
+}
+
+TEST(DispatcherTest, ALaneRunsAtMostItsWorkersAtOnceAndQueuesTheRest) {
+  Dispatcher dispatcher(Small(2, 10));
+  absl::Notification gate;
+  std::vector<std::unique_ptr<TestCall>> calls;
+  for (int i = 0; i < 5; ++i) {
+    calls.push_back(std::make_unique<TestCall>(&gate));
+    dispatcher.Submit(Lane::kProcess, *calls.back());
+  }
+  ASSERT_TRUE(calls[0]->AwaitStarted());
+  ASSERT_TRUE(calls[1]->AwaitStarted());
+  EXPECT_FALSE(calls[2]->AwaitStarted(absl::Milliseconds(100))) << "only two workers";
+  gate.Notify();
+  for (auto& call : calls) {
+    ASSERT_TRUE(call->AwaitDone());
+    EXPECT_EQ(call->runs(), 1);
+  }
+}
+
+TEST(DispatcherTest, ABusyLaneDoesNotDelayAnother) {
+  Dispatcher dispatcher(Small(1, 10));
+  absl::Notification gate;
+  TestCall slow(&gate), queued(&gate), quick;
+  dispatcher.Submit(Lane::kProcess, slow);
+  dispatcher.Submit(Lane::kProcess, queued);
+  ASSERT_TRUE(slow.AwaitStarted());
+  dispatcher.Submit(Lane::kShort, quick);
+  EXPECT_TRUE(quick.AwaitDone());
+  EXPECT_FALSE(queued.HasEnded());
+  gate.Notify();
+  EXPECT_TRUE(queued.AwaitDone());
+}
+
+TEST(DispatcherTest, AFullQueueRefusesResourceExhaustedSayingTheQueueIsFull) {
+  Dispatcher dispatcher(Small(1, 2));
+  absl::Notification gate;
+  TestCall running(&gate), first(&gate), second(&gate), refused;
+  dispatcher.Submit(Lane::kPull, running);
+  ASSERT_TRUE(running.AwaitStarted());
+  dispatcher.Submit(Lane::kPull, first);
+  dispatcher.Submit(Lane::kPull, second);
+  dispatcher.Submit(Lane::kPull, refused);
+  ASSERT_TRUE(refused.AwaitDone(absl::Milliseconds(100))) << "refused at once";
+  ASSERT_TRUE(refused.refusal());
+  EXPECT_EQ(refused.refusal()->code(), absl::StatusCode::kResourceExhausted);
+  EXPECT_THAT(std::string(refused.refusal()->message()), HasSubstr("queue of pull calls is full"));
+  EXPECT_THAT(std::string(refused.refusal()->message()), Not(HasSubstr("thread")));
+  EXPECT_EQ(refused.runs(), 0);
+  gate.Notify();
+  for (TestCall* call : {&running, &first, &second}) {
+    ASSERT_TRUE(call->AwaitDone());
+    EXPECT_EQ(call->runs(), 1);
+  }
+  // Room again: accepted.
+  TestCall later;
+  dispatcher.Submit(Lane::kPull, later);
+  ASSERT_TRUE(later.AwaitDone());
+  EXPECT_EQ(later.runs(), 1);
+}
+
+TEST(DispatcherTest, AQueuedCallWhoseDeadlinePassedIsRefusedWithoutRunning) {
+  Dispatcher dispatcher(Small(1, 4));
+  absl::Notification gate;
+  TestCall running(&gate), expiring(nullptr, absl::Now() + absl::Milliseconds(50));
+  dispatcher.Submit(Lane::kLifecycle, running);
+  ASSERT_TRUE(running.AwaitStarted());
+  dispatcher.Submit(Lane::kLifecycle, expiring);
+  absl::SleepFor(absl::Milliseconds(100));
+  gate.Notify();
+  ASSERT_TRUE(expiring.AwaitDone());
+  EXPECT_EQ(expiring.runs(), 0);
+  ASSERT_TRUE(expiring.refusal());
+  EXPECT_EQ(expiring.refusal()->code(), absl::StatusCode::kDeadlineExceeded);
+  EXPECT_THAT(std::string(expiring.refusal()->message()), HasSubstr("lifecycle"));
+}
+
+TEST(DispatcherTest, AWithdrawnCallIsRefusedAtOnceAndARunningOneIsLeftAlone) {
+  Dispatcher dispatcher(Small(1, 4));
+  absl::Notification gate;
+  TestCall running(&gate), withdrawn;
+  dispatcher.Submit(Lane::kShort, running);
+  ASSERT_TRUE(running.AwaitStarted());
+  dispatcher.Submit(Lane::kShort, withdrawn);
+  withdrawn.Cancel();
+  dispatcher.Withdraw(withdrawn);
+  ASSERT_TRUE(withdrawn.AwaitDone(absl::Milliseconds(100))) << "refused before the worker is free";
+  ASSERT_TRUE(withdrawn.refusal());
+  EXPECT_EQ(withdrawn.refusal()->code(), absl::StatusCode::kCancelled);
+  dispatcher.Withdraw(running);  // runs: nothing happens
+  gate.Notify();
+  ASSERT_TRUE(running.AwaitDone());
+  EXPECT_EQ(running.runs(), 1);
+  EXPECT_FALSE(running.refusal());
+  EXPECT_EQ(withdrawn.runs(), 0);
+}
+
+TEST(DispatcherTest, StopRefusesTheQueuedAndLaterCallsAndLetsRunningOnesEnd) {
+  Dispatcher dispatcher(Small(1, 4));
+  absl::Notification gate;
+  TestCall running(&gate), queued, later;
+  dispatcher.Submit(Lane::kProcess, running);
+  ASSERT_TRUE(running.AwaitStarted());
+  dispatcher.Submit(Lane::kProcess, queued);
+  dispatcher.Stop();
+  ASSERT_TRUE(queued.AwaitDone(absl::Milliseconds(100)));
+  ASSERT_TRUE(queued.refusal());
+  EXPECT_EQ(queued.refusal()->code(), absl::StatusCode::kUnavailable);
+  dispatcher.Submit(Lane::kShort, later);
+  ASSERT_TRUE(later.refusal());
+  EXPECT_EQ(later.refusal()->code(), absl::StatusCode::kUnavailable);
+  EXPECT_FALSE(running.HasEnded());
+  std::thread release([&] {
+    absl::SleepFor(absl::Milliseconds(50));
+    gate.Notify();
+  });
+  dispatcher.Join();  // waits for the running call
+  EXPECT_EQ(running.runs(), 1);
+  release.join();
+}
+
+}  // namespace
+}  // namespace shim::dispatch
