@@ -11,6 +11,8 @@ install(FILES examples/systemd/dockershim.service examples/systemd/dockershim.so
         DESTINATION ${DOCKERSHIM_SYSTEMD_UNIT_DIR})
 # Under /etc, a conffile of the package: an operator's edits survive upgrades.
 install(FILES examples/config.toml DESTINATION ${CMAKE_INSTALL_FULL_SYSCONFDIR}/dockershim)
-install(FILES README.md ARCHITECTURE.md docs/migrating-from-cri-dockerd.md DESTINATION ${CMAKE_INSTALL_DOCDIR})
+# docs/ beside README.md, as in the tree: the README points into it.
+install(FILES README.md ARCHITECTURE.md DESTINATION ${CMAKE_INSTALL_DOCDIR})
+install(DIRECTORY docs/ DESTINATION ${CMAKE_INSTALL_DOCDIR}/docs FILES_MATCHING PATTERN "*.md")
 install(FILES examples/crictl.yaml examples/cni/10-dockershim-bridge.conflist
         DESTINATION ${CMAKE_INSTALL_DOCDIR}/examples)

@@ -4,8 +4,8 @@
 # credentials; the streaming server's TLS is Boost.Asio on OpenSSL). Why: resident
 # memory. Loaded as ~60 shared libraries, they cost the idle daemon ~7 MB of pages
 # (relocations and start-up code of each library, the whole of gRPC's secure stack);
-# linked statically only what is used is loaded (README, "Memory"). Included by the
-# top-level CMakeLists.txt after its find_package calls.
+# linked statically only what is used is loaded (docs/benchmarks.md, "Load bench and
+# memory"). Included by the top-level CMakeLists.txt after its find_package calls.
 option(DOCKERSHIM_STATIC_DEPS "link gRPC, protobuf, abseil, OpenSSL, ... statically" ON)
 if(NOT DOCKERSHIM_STATIC_DEPS)
   return()

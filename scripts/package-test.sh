@@ -73,7 +73,7 @@ deb="$work/dockershim_${version}_${arch}.deb"
 [[ -f $deb ]] || fail "no $deb"
 contents=$(dpkg-deb -c "$deb")
 for f in ./usr/bin/dockershim ./lib/systemd/system/dockershim.service ./lib/systemd/system/dockershim.socket \
-         ./etc/dockershim/config.toml ./usr/share/doc/dockershim/migrating-from-cri-dockerd.md \
+         ./etc/dockershim/config.toml ./usr/share/doc/dockershim/docs/migrating-from-cri-dockerd.md \
          ./usr/share/doc/dockershim/README.md; do
   grep -Eq " $f(\.gz)?\$" <<<"$contents" || fail "$f is not in the package"  # dh_compress gzips docs
 done

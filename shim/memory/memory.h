@@ -1,6 +1,7 @@
 #pragma once
-// The daemon's resident memory (README, "Memory"): glibc malloc settings, start-up
-// pages given back once serving, and heap pages given back after bursts of calls.
+// The daemon's resident memory (docs/benchmarks.md, "Load bench and memory"): glibc malloc
+// settings, start-up pages given back once serving, and heap pages given back after bursts
+// of calls.
 #include <condition_variable>
 #include <functional>
 #include <memory>
