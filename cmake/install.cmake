@@ -11,6 +11,10 @@ install(FILES examples/systemd/dockershim.service examples/systemd/dockershim.so
         DESTINATION ${DOCKERSHIM_SYSTEMD_UNIT_DIR})
 # Under /etc, a conffile of the package: an operator's edits survive upgrades.
 install(FILES examples/config.toml DESTINATION ${CMAKE_INSTALL_FULL_SYSCONFDIR}/dockershim)
-install(FILES README.md ARCHITECTURE.md docs/migrating-from-cri-dockerd.md DESTINATION ${CMAKE_INSTALL_DOCDIR})
+install(FILES README.md ARCHITECTURE.md docs/migrating-from-cri-dockerd.md docs/node-setup.md
+        DESTINATION ${CMAKE_INSTALL_DOCDIR})
+# docs/node-setup.md: the CNI bridge, the kubelet's units for kubeadm, the socket at
+# cri-dockerd's path (a drop-in to copy, not enabled).
 install(FILES examples/crictl.yaml examples/cni/10-dockershim-bridge.conflist
+        examples/kubeadm/kubelet.service examples/kubeadm/10-kubeadm.conf examples/kubeadm/cri-dockerd-path.conf
         DESTINATION ${CMAKE_INSTALL_DOCDIR}/examples)
