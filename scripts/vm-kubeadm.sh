@@ -202,7 +202,7 @@ check() {
   results+=("$line")
   mark=$SECONDS
 }
-# timed NAME SECONDS_VAR COMMAND...: runs COMMAND, stores its duration in SECONDS_VAR.
+# timed SECONDS_VAR COMMAND...: runs COMMAND, stores its duration in SECONDS_VAR.
 timed() {
   local -n _seconds=$1
   shift
@@ -211,12 +211,13 @@ timed() {
   _seconds=$((SECONDS - s))
   return $rc
 }
+# Every 5 s: kubectl is a large Go program, each start costs an emulated guest seconds.
 wait_for() { # timeout command...: true once the command succeeds
   local deadline=$((SECONDS + $1))
   shift
   until "$@" >/dev/null 2>&1; do
     ((SECONDS < deadline)) || return 1
-    sleep 1
+    sleep 5
   done
 }
 
@@ -410,17 +411,12 @@ pod_ips_from_cni() { # every pod of the Deployment has an address of the bridge'
   [[ $(grep -c '^10\.88\.' <<<"$ips") == 2 ]] || { echo "    pod IPs: $ips"; return 1; }
 }
 
-# While kubeadm init runs: what Docker runs and what each control-plane container last
-# said, every 20 s (on the guest's disk; save_logs copies it to $LOGS).
+# While kubeadm init runs: what Docker runs, every 60 s (on the guest's disk; save_logs
+# copies it to $LOGS with the containers' last lines).
 progress() {
-  local c
-  while sleep 20; do
+  while sleep 60; do
     echo "==== $(date +%T)"
     docker ps -a --format '{{.Names}} {{.Status}}' --filter label=io.kubernetes.docker.type=container
-    for c in $(docker ps -aq --filter label=io.kubernetes.docker.type=container); do
-      echo "-- $(docker inspect -f '{{.Name}}' "$c")"
-      docker logs --tail 5 "$c" 2>&1
-    done
   done >/root/init-progress.txt 2>&1
 }
 init() {
@@ -461,7 +457,12 @@ shim_still_ready() {
 }
 
 save_logs() {
+  local c
   cp /root/init-progress.txt "$LOGS/" 2>/dev/null || true
+  for c in $(docker ps -aq --filter label=io.kubernetes.docker.type=container); do
+    echo "-- $(docker inspect -f '{{.Name}} {{.State.Status}} exit {{.State.ExitCode}}' "$c")"
+    docker logs --tail 20 "$c" 2>&1
+  done >"$LOGS/containers.txt" 2>&1
   journalctl -u kubelet --no-pager >"$LOGS/kubelet.journal" 2>&1 || true
   journalctl -u dockershim.service -u dockershim.socket --no-pager >"$LOGS/dockershim.journal" 2>&1 || true
   docker ps -a >"$LOGS/docker-ps.txt" 2>&1 || true
