@@ -245,7 +245,9 @@ install_shim() { # --deb PATH | --build DIR
     install -D -m 0644 "$ROOT/examples/cni/10-dockershim-bridge.conflist" /etc/cni/net.d/10-dockershim-bridge.conflist ||
     return 1
   systemctl stop dockershim.service dockershim.socket 2>/dev/null
-  systemctl daemon-reload && systemctl start dockershim.socket
+  # The service too: the connection that would start it is kubeadm's first CRI call, whose
+  # 2 s a slow guest can spend starting the shim (DeadlineExceeded).
+  systemctl daemon-reload && systemctl start dockershim.socket dockershim.service
 }
 
 install_kubernetes() { # bindir
