@@ -221,6 +221,21 @@ wait_for() { # timeout command...: true once the command succeeds
   done
 }
 
+# kubeadm_logged LOG ARGS...: kubeadm ARGS, its output in LOG. kubeadm gives its first CRI
+# call (Version, dial included) 2 s, which an emulated guest on a busy host can miss before
+# kubeadm does anything: there, and for that error alone, up to 3 tries, each one said.
+kubeadm_logged() {
+  local log=$1 try=1 tries=1 rc
+  shift
+  [[ $(systemd-detect-virt) == qemu ]] && tries=3
+  while :; do
+    rc=0
+    kubeadm "$@" >"$log" 2>&1 || rc=$?
+    ((try < tries)) && grep -q 'validate CRI v1 runtime API.*DeadlineExceeded' "$log" || return $rc
+    echo "    kubeadm's 2 s for its first CRI call passed (emulated guest): try $((++try))"
+  done
+}
+
 # (check runs its command as an if condition, where bash ignores set -e: the functions
 # below chain their steps.)
 setup_network() {
@@ -352,7 +367,7 @@ show_warnings() { grep -E '\[WARNING' "$1" | sed 's/^/    other warning: /' || t
 preflight_through_cri_dockerd_path() {
   local cfg=/root/kubeadm-cri-dockerd.yaml
   write_config "$CRI_DOCKERD_SOCKET" "$cfg"
-  kubeadm init phase preflight --config "$cfg" >"$LOGS/preflight-cri-dockerd-path.log" 2>&1
+  kubeadm_logged "$LOGS/preflight-cri-dockerd-path.log" init phase preflight --config "$cfg"
 }
 
 # kubeadm's list of known sockets is containerd's, CRI-O's and cri-dockerd's: with Docker's
@@ -424,13 +439,13 @@ progress() {
 init() {
   progress &
   local watcher=$! rc=0
-  kubeadm init --config "$CONFIG" >"$LOGS/init.log" 2>&1 || rc=$?
+  kubeadm_logged "$LOGS/init.log" init --config "$CONFIG" || rc=$?
   kill "$watcher"
   return $rc
 }
 
 reset_cleanly() {
-  kubeadm reset -f --cri-socket "$OWN_SOCKET" >"$LOGS/reset.log" 2>&1 || return 1
+  kubeadm_logged "$LOGS/reset.log" reset -f --cri-socket "$OWN_SOCKET" || return 1
   ! grep -E 'Failed to remove containers|failed to (stop|remove) running pod' "$LOGS/reset.log"
 }
 no_container_left() {
@@ -454,7 +469,7 @@ no_checkpoint_left() {
 }
 shim_still_ready() {
   # kubeadm's own view of the runtime after the reset: the CRI preflight check alone.
-  kubeadm init phase preflight --config "$CONFIG" --ignore-preflight-errors=all >"$LOGS/after-reset.log" 2>&1 &&
+  kubeadm_logged "$LOGS/after-reset.log" init phase preflight --config "$CONFIG" --ignore-preflight-errors=all &&
     no_runtime_complaint "$LOGS/after-reset.log"
 }
 
