@@ -314,6 +314,7 @@ kind: ClusterConfiguration
 kubernetesVersion: $K8S_VERSION
 networking:
   podSubnet: 10.88.0.0/16
+$(leader_election_args)
 etcd:
   local:
     imageTag: $ETCD_VERSION-debian
@@ -322,6 +323,21 @@ apiVersion: kubelet.config.k8s.io/v1beta1
 kind: KubeletConfiguration
 cgroupDriver: systemd
 EOF
+}
+
+# Under emulation on a busy host etcd answers late, the controller-manager and the scheduler
+# miss their leases' renewal (10 s), exit and crash-loop: no DaemonSet or Deployment pod is
+# made for minutes. Leases 6 times as long there (one node: no other leader to wait for).
+leader_election_args() {
+  [[ $(systemd-detect-virt) == qemu ]] || return 0
+  local c
+  for c in controllerManager scheduler; do
+    echo "$c:"
+    echo "  extraArgs:"
+    echo "  - {name: leader-elect-lease-duration, value: 90s}"
+    echo "  - {name: leader-elect-renew-deadline, value: 60s}"
+    echo "  - {name: leader-elect-retry-period, value: 12s}"
+  done
 }
 
 # etcd 3.5 knows kubeadm 1.36's two etcd 3.6 flags by their older names. The command's
@@ -474,9 +490,11 @@ shim_still_ready() {
 }
 
 save_logs() {
-  local c
+  local c ids
   cp /root/init-progress.txt "$LOGS/" 2>/dev/null || true
-  for c in $(docker ps -aq --filter label=io.kubernetes.docker.type=container); do
+  # After kubeadm reset there is none: the file of the call before the reset stays.
+  ids=$(docker ps -aq --filter label=io.kubernetes.docker.type=container 2>/dev/null || true)
+  [[ -z $ids ]] || for c in $ids; do
     echo "-- $(docker inspect -f '{{.Name}} {{.State.Status}} exit {{.State.ExitCode}}' "$c")"
     docker logs --tail 20 "$c" 2>&1
   done >"$LOGS/containers.txt" 2>&1
