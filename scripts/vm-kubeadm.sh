@@ -517,6 +517,9 @@ guest() {
   [[ $(cat /proc/1/comm) == systemd ]] || die "PID 1 is not systemd (run it through scripts/vm.sh)"
   [[ $(stat -fc %T /sys/fs/cgroup) == cgroup2fs ]] || die "/sys/fs/cgroup is not cgroup v2"
   trap save_logs EXIT
+  # The guest's runner (a systemd unit) has no HOME: kubectl would put its cache, .kube/,
+  # in the current directory, the shared work tree.
+  export HOME=/root
   K8S_VERSION=$("$bin/kubeadm" version -o short)
   ETCD_VERSION=$(cat "$share/etcd.version")
   PAUSE_IMAGE=$("$bin/kubeadm" config images list --kubernetes-version "$K8S_VERSION" 2>/dev/null | grep /pause:)
