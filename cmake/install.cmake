@@ -14,5 +14,8 @@ install(FILES examples/config.toml DESTINATION ${CMAKE_INSTALL_FULL_SYSCONFDIR}/
 # docs/ beside README.md, as in the tree: the README points into it.
 install(FILES README.md ARCHITECTURE.md DESTINATION ${CMAKE_INSTALL_DOCDIR})
 install(DIRECTORY docs/ DESTINATION ${CMAKE_INSTALL_DOCDIR}/docs FILES_MATCHING PATTERN "*.md")
+# docs/node-setup.md: the CNI bridge, the kubelet's units for kubeadm, the socket at
+# cri-dockerd's path (a drop-in to copy, not enabled).
 install(FILES examples/crictl.yaml examples/cni/10-dockershim-bridge.conflist
+        examples/kubeadm/kubelet.service examples/kubeadm/10-kubeadm.conf examples/kubeadm/cri-dockerd-path.conf
         DESTINATION ${CMAKE_INSTALL_DOCDIR}/examples)

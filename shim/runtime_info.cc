@@ -109,8 +109,11 @@ absl::StatusOr<v1::StatusResponse> CriService::Status(const common::Context& ctx
     }
   }
 
+  // kubeadm's preflight reads "sandboxImage" (containerd's name) and warns when it is not
+  // the pause image of its release; "podInfraContainerImage" is cri-dockerd's name.
   if (req.verbose()) {
     nlohmann::json config = {{"dockerEndpoint", options_.docker_endpoint},
+                             {"sandboxImage", options_.pod_infra_image},
                              {"podInfraContainerImage", options_.pod_infra_image},
                              {"rootDirectory", options_.root_directory},
                              {"networkPlugin", network_.Name()},

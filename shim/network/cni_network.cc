@@ -45,6 +45,11 @@ constexpr char kCreatedByKey[] = "createdBy";
 // Undoing a failed ADD must not be cut short by the caller's deadline, which may be
 // what made the ADD fail.
 constexpr absl::Duration kRollbackTimeout = absl::Seconds(30);
+// A DEL, once started, runs to its end: one killed halfway leaves the pod half attached,
+// and a caller with a short deadline (kubeadm reset gives each StopPodSandbox 2 s) would
+// cut every retry short the same way on a slow or loaded node, so that the pod's network
+// were never torn down. Bounded by this or the caller's deadline, whichever is later.
+constexpr absl::Duration kTeardownTimeout = absl::Seconds(30);
 
 std::string ErrnoText(int err) { return std::generic_category().message(err); }
 
@@ -322,7 +327,9 @@ absl::Status CniNetwork::TearDown(const common::Context& ctx, const PodNetworkRe
   // The live path from the caller, not the cached one (see TearDown's comment).
   attachment.netns = req.netns_path;
 
-  RETURN_IF_ERROR(DelAll(ctx, *config, attachment, prev_result, /*best_effort=*/false));
+  common::Context del = common::Context::WithTimeout(kTeardownTimeout);
+  del.deadline = std::max(del.deadline, ctx.deadline);
+  RETURN_IF_ERROR(DelAll(del, *config, attachment, prev_result, /*best_effort=*/false));
   for (const std::string& n : {name, config->name}) {
     if (n.empty()) continue;
     const std::string path = CacheFile(n, req.sandbox_id);

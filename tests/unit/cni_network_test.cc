@@ -28,6 +28,7 @@ struct Call {
   std::string type, command;
   json config;
   PluginRequest req;
+  common::Context ctx;  // what the plugin was run under
   std::string Name() const { return command + " " + type; }
 };
 
@@ -49,9 +50,9 @@ struct FakeState {
 class FakeExecutor : public PluginExecutor {
  public:
   explicit FakeExecutor(std::shared_ptr<FakeState> state) : state_(std::move(state)) {}
-  absl::StatusOr<std::string> Exec(const common::Context&, const std::string& type, const PluginRequest& req,
+  absl::StatusOr<std::string> Exec(const common::Context& ctx, const std::string& type, const PluginRequest& req,
                                    const std::string& stdin_config) override {
-    Call call{type, req.command, json::parse(stdin_config), req};
+    Call call{type, req.command, json::parse(stdin_config), req, ctx};
     state_->calls.push_back(call);
     if (auto it = state_->errors.find(call.Name()); it != state_->errors.end()) return it->second;
     if (req.command != "ADD") return std::string();
@@ -312,6 +313,31 @@ TEST_F(CniNetworkTest, FailedDelKeepsTheCacheForTheRetry) {
   ASSERT_TRUE(network_->TearDown(ctx_, req_, "podnet").ok());
   EXPECT_EQ(state_->calls[2].config["prevResult"]["interfaces"].back()["name"], "from-bandwidth");
   EXPECT_FALSE(std::filesystem::exists(CacheFile()));
+}
+
+// kubeadm reset gives StopPodSandbox 2 s and asks again when it runs out: DELs killed
+// at each deadline would never finish on a slow node. Started, they run to their end.
+TEST_F(CniNetworkTest, TearDownOutlivesTheCallersShortDeadlineAndCancellation) {
+  WriteConf("10-podnet.conflist", kChain);
+  ASSERT_TRUE(network_->SetUp(ctx_, req_).ok());
+  state_->calls.clear();
+  common::Context impatient = common::Context::WithTimeout(absl::Seconds(2));
+  impatient.is_cancelled = [] { return true; };  // the caller has given up already
+  ASSERT_TRUE(network_->TearDown(impatient, req_, "podnet").ok());
+  ASSERT_THAT(state_->names(), ElementsAre("DEL bandwidth", "DEL portmap", "DEL bridge"));
+  for (const Call& c : state_->calls) {
+    EXPECT_FALSE(c.ctx.Cancelled()) << c.Name();
+    EXPECT_GE(c.ctx.deadline, absl::Now() + absl::Seconds(25)) << c.Name();
+  }
+  EXPECT_FALSE(std::filesystem::exists(CacheFile()));
+
+  // A later deadline of the caller's stays.
+  ASSERT_TRUE(network_->SetUp(ctx_, req_).ok());
+  state_->calls.clear();
+  const common::Context patient = common::Context::WithTimeout(absl::Minutes(5));
+  ASSERT_TRUE(network_->TearDown(patient, req_, "podnet").ok());
+  ASSERT_FALSE(state_->calls.empty());
+  for (const Call& c : state_->calls) EXPECT_EQ(c.ctx.deadline, patient.deadline) << c.Name();
 }
 
 TEST_F(CniNetworkTest, TearDownWithNothingToGoOnSucceeds) {

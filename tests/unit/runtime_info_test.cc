@@ -167,6 +167,23 @@ TEST_F(RuntimeInfoTest, VerboseStatusIsJson) {
   EXPECT_EQ(j["dockerVersion"], "20.10.24");
 }
 
+// kubeadm's ImagePull preflight compares info["config"]["sandboxImage"] with the pause
+// image of its release (and warns when they differ): it is --pod-infra-container-image.
+TEST_F(RuntimeInfoTest, VerboseStatusNamesTheSandboxImageAsKubeadmReadsIt) {
+  Options options;
+  options.pod_infra_image = "registry.k8s.io/pause:3.10.2";
+  CriService service(options, docker_, network_);
+  v1::StatusRequest req;
+  req.set_verbose(true);
+  auto s = service.Status(ctx_, req);
+  ASSERT_TRUE(s.ok()) << s.status();
+  const auto config = nlohmann::json::parse(s->info().at("config"));
+  ASSERT_TRUE(config.contains("sandboxImage")) << config.dump();
+  EXPECT_EQ(config["sandboxImage"], "registry.k8s.io/pause:3.10.2");
+  EXPECT_EQ(config["podInfraContainerImage"], "registry.k8s.io/pause:3.10.2") << "cri-dockerd's name, kept";
+  EXPECT_FALSE(service.Status(ctx_, v1::StatusRequest())->info().contains("config")) << "only when verbose";
+}
+
 TEST_F(RuntimeInfoTest, StatusListsRuntimeHandlers) {
   docker_.info.runtimes = {"runc", "runsc"};
   auto s = service_.Status(ctx_, v1::StatusRequest());
