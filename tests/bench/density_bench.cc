@@ -35,6 +35,7 @@
 #include <condition_variable>
 #include <cstdio>
 #include <filesystem>
+#include <iterator>
 #include <fstream>
 #include <map>
 #include <memory>
@@ -129,8 +130,10 @@ std::optional<pid_t> ListenerOf(const std::string& path) {
   std::set<std::string> inodes;
   while (std::getline(in, line)) {
     std::vector<std::string> f = absl::StrSplit(line, ' ', absl::SkipEmpty());
-    // Num RefCount Protocol Flags Type St Inode Path; St 01 = listening.
-    if (f.size() >= 8 && f[7] == path && f[5] == "01") inodes.insert(absl::StrCat("socket:[", f[6], "]"));
+    // Num RefCount Protocol Flags Type St Inode Path; St 01 = listening. gRPC binds
+    // "unix:///run/x.sock" as "///run/x.sock": the same file.
+    if (f.size() >= 8 && f[5] == "01" && fs::path(f[7]).lexically_normal() == fs::path(path).lexically_normal())
+      inodes.insert(absl::StrCat("socket:[", f[6], "]"));
   }
   if (inodes.empty()) return std::nullopt;
   for (pid_t pid : AllPids()) {
@@ -141,6 +144,22 @@ std::optional<pid_t> ListenerOf(const std::string& path) {
     }
   }
   return std::nullopt;
+}
+
+// The runtime serving `path`: its listener, or else the one process whose command line
+// names the path (cri-dockerd binds a temporary name and renames it into place, so
+// /proc/net/unix does not know the path).
+std::optional<pid_t> RuntimeServing(const std::string& path) {
+  if (std::optional<pid_t> pid = ListenerOf(path)) return pid;
+  std::optional<pid_t> found;
+  for (pid_t pid : AllPids()) {
+    std::ifstream in(absl::StrCat("/proc/", pid, "/cmdline"));
+    std::string cmdline((std::istreambuf_iterator<char>(in)), std::istreambuf_iterator<char>());
+    if (pid == ::getpid() || !absl::StrContains(cmdline, path)) continue;
+    if (found) return std::nullopt;  // ambiguous
+    found = pid;
+  }
+  return found;
 }
 
 // CPU of a set of processes over a window, in millicores.
@@ -638,7 +657,7 @@ int main(int argc, char** argv) {
   if (const char* endpoints = std::getenv("DSBENCH_ENDPOINTS"); endpoints && *endpoints) {
     for (absl::string_view item : absl::StrSplit(endpoints, ',', absl::SkipEmpty())) {
       std::pair<std::string, std::string> kv = absl::StrSplit(item, absl::MaxSplits('=', 1));
-      std::optional<pid_t> pid = ListenerOf(std::string(absl::StripPrefix(kv.second, "unix://")));
+      std::optional<pid_t> pid = RuntimeServing(std::string(absl::StripPrefix(kv.second, "unix://")));
       if (kv.second.empty() || !pid) {
         std::fprintf(stderr, "density_bench: %s: want name=unix:///path.sock with a process listening there\n",
                      std::string(item).c_str());
@@ -646,11 +665,15 @@ int main(int argc, char** argv) {
       }
       add(kv.first, kv.second, *pid);
     }
-    // DSBENCH_METRICS=name=http://host:port/metrics: that runtime's Docker requests.
+    // DSBENCH_METRICS=name=http://host:port/metrics: that runtime's Docker requests, read
+    // in its network namespace (a runtime started in a private one, as the bench's own).
     if (const char* metrics = std::getenv("DSBENCH_METRICS"); metrics && *metrics) {
       std::pair<std::string, std::string> kv = absl::StrSplit(metrics, absl::MaxSplits('=', 1));
-      for (auto& r : runtimes)
-        if (r->name == kv.first) r->metrics_url = kv.second;
+      for (auto& r : runtimes) {
+        if (r->name != kv.first) continue;
+        r->metrics_url = kv.second;
+        r->metrics_netns_pid = r->pid;
+      }
     }
   } else {
     auto run = testsupport::PrepareLoadRun(DOCKERSHIM_BINARY, dir, kNamespace, "dsdens0", 1);
