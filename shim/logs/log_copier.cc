@@ -42,8 +42,11 @@ constexpr std::size_t kMaxMessage = 64 << 10;
 constexpr absl::Duration kReopenRetry = absl::Seconds(1);
 // What a json file's follower reads before it lets the other containers' work run.
 constexpr std::size_t kFileReadBudget = 1 << 20;
-// With inotify, a json file is still looked at this often (a missed wakeup).
-constexpr absl::Duration kFileSafetyPoll = absl::Seconds(1);
+// With inotify, a json file is still looked at this often, a safety net only: the
+// watcher loses no change (the kernel queues them while it pauses, and an overflowed
+// queue wakes every follower). Every look stats the file and its rotated names: at 1 s
+// that was most of an idle node's cost (100 containers: 100 looks a second).
+constexpr absl::Duration kFileSafetyPoll = absl::Seconds(30);
 
 // The kubelet rotates `<log>` by renaming it to `<log>.<YYYYMMDD-hhmmss>` and later
 // gzips all but the newest of those: the newest uncompressed one ends where the copy was.
