@@ -344,6 +344,9 @@ class CriService {
   // second ImageFsInfo waits for the first's figures, no other call waits at all.
   std::mutex fs_usage_mu_;
   FsUsage fs_usage_;  // guarded by fs_usage_mu_
+  // Set by a pull or an image removal: the next ImageFsInfo measures again. Not under
+  // fs_usage_mu_, which a walk holds for seconds.
+  std::atomic<bool> fs_usage_changed_{false};
   std::map<std::string, ImageFacts> image_facts_;  // by image ID; guarded by mu_
   std::optional<stats::CgroupLayout> cgroup_layout_;  // unset when the host's cgroup mounts are not found
   // Names of the infra containers this process's RunPodSandbox calls are making, from

@@ -11,8 +11,12 @@ namespace shim {
 
 namespace {
 
-// Walking a large layer store is not free, and kubelet asks every few seconds.
-constexpr absl::Duration kFsUsageCacheTtl = absl::Seconds(10);
+// Walking the store reads every inode of every layer, and the kubelet asks every 10 s:
+// with 100 pods the walk was a quarter of an idle node's CPU. The kubelet's image GC and
+// eviction take the file system's capacity and free space from statfs, not from this
+// figure, so an answer up to a minute old is enough; a pull or an image removal made
+// through us measures again at the next call.
+constexpr absl::Duration kFsUsageCacheTtl = absl::Seconds(60);
 
 }  // namespace
 
@@ -31,7 +35,9 @@ absl::StatusOr<v1::ImageFsInfoResponse> CriService::ImageFsInfo(const common::Co
   usage.mutable_fs_id()->set_mountpoint(store.mountpoint);
   if (store.unknown.empty()) {
     std::lock_guard lock(fs_usage_mu_);
-    if (absl::Now() - fs_usage_.measured_at > kFsUsageCacheTtl || fs_usage_.dirs != store.dirs) {
+    const absl::Time now = options_.clock ? options_.clock() : absl::Now();
+    if (fs_usage_changed_.exchange(false) || now - fs_usage_.measured_at > kFsUsageCacheTtl ||
+        fs_usage_.dirs != store.dirs) {
       // A directory's own file system only: the merged views of running containers
       // (overlay mounts inside a graph driver's directory) would count layers twice.
       stats::DiskUsage total;
@@ -43,7 +49,7 @@ absl::StatusOr<v1::ImageFsInfoResponse> CriService::ImageFsInfo(const common::Co
         total.bytes += measured->bytes;
         total.inodes += measured->inodes;
       }
-      fs_usage_ = FsUsage{absl::Now(), store.dirs, total.bytes, total.inodes};
+      fs_usage_ = FsUsage{now, store.dirs, total.bytes, total.inodes};
     }
     usage.mutable_used_bytes()->set_value(fs_usage_.bytes);
     usage.mutable_inodes_used()->set_value(fs_usage_.inodes);

@@ -48,6 +48,7 @@ absl::StatusOr<v1::PullImageResponse> CriService::PullImage(const common::Contex
     LOG_WARN << explained.message();
     return explained;
   }
+  fs_usage_changed_ = true;
   auto image = docker_.InspectImage(ctx, pull.reference);
   if (!image.ok()) {
     return common::Annotate(image.status(), absl::StrCat("image ", pull.reference, " was pulled but cannot be inspected"));

@@ -112,6 +112,7 @@ absl::StatusOr<v1::RemoveImageResponse> CriService::RemoveImage(const common::Co
   } else {
     targets.push_back(name);
   }
+  fs_usage_changed_ = true;  // even when only some of the targets go
   for (const auto& target : targets) {
     absl::Status removed = docker_.RemoveImage(ctx, target, /*force=*/false);
     if (!removed.ok() && !absl::IsNotFound(removed)) return removed;

@@ -205,6 +205,46 @@ TEST_F(ImagesTest, ImageFsInfoMeasuresDockerRoot) {
   EXPECT_EQ(resp->container_filesystems(0).fs_id().mountpoint(), root.string());
 }
 
+// The kubelet asks every 10 s; a walk of a big store is not free. A minute-old figure is
+// answered, unless an image was pulled or removed through us meanwhile.
+TEST_F(ImagesTest, ImageFsInfoMeasuresAgainAfterAMinuteOrAPullOrARemoval) {
+  const auto root = std::filesystem::temp_directory_path() / ("dsfs-ttl-" + std::to_string(::getpid()));
+  absl::Cleanup remove_root = [&] { std::filesystem::remove_all(root); };
+  std::filesystem::create_directories(root / "overlay2" / "layer1");
+  docker_.info.docker_root_dir = root.string();
+  absl::Time now = absl::FromUnixSeconds(1000);
+  Options o = MakeOptions();
+  o.clock = [&] { return now; };
+  CriService service(o, docker_, network_);
+  auto inodes = [&] {
+    auto resp = service.ImageFsInfo(ctx_, v1::ImageFsInfoRequest());
+    EXPECT_TRUE(resp.ok()) << resp.status();
+    return resp.ok() ? resp->image_filesystems(0).inodes_used().value() : 0;
+  };
+  auto add_file = [&, n = 0]() mutable { std::ofstream(root / "overlay2" / "layer1" / ("f" + std::to_string(n++))) << "x"; };
+  const uint64_t first = inodes();
+  add_file();
+  now += absl::Seconds(50);
+  EXPECT_EQ(inodes(), first) << "measured again within the minute";
+  now += absl::Seconds(11);
+  EXPECT_EQ(inodes(), first + 1) << "not measured again after a minute";
+
+  add_file();
+  docker_.AddImage({"busybox:latest"});
+  v1::RemoveImageRequest remove;
+  remove.mutable_image()->set_image("busybox:latest");
+  ASSERT_TRUE(service.RemoveImage(ctx_, remove).ok());
+  EXPECT_EQ(inodes(), first + 2) << "not measured again after a removal";
+
+  add_file();
+  docker_.AddPullableImage("registry.example/app:1", "0");
+  v1::PullImageRequest pull;
+  pull.mutable_image()->set_image("registry.example/app:1");
+  ASSERT_TRUE(service.PullImage(ctx_, pull).ok());
+  EXPECT_EQ(inodes(), first + 3) << "not measured again after a pull";
+  EXPECT_EQ(inodes(), first + 3);
+}
+
 TEST_F(ImagesTest, ImageFsInfoCountsAHardLinkedFileOnce) {
   auto root = std::filesystem::temp_directory_path() / ("dsfs-links-" + std::to_string(::getpid()));
   std::filesystem::create_directories(root / "overlay2" / "layer1");
