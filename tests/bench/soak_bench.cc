@@ -208,6 +208,7 @@ struct Disruption {
 // failure of the runtime's that no call reported (a job's log line missing).
 struct Incident {
   Clock::time_point at;
+  std::string kind;  // for the counts: "new sandbox", "new container", ...
   std::string what;
   bool expected_in_disruptions = true;  // false: a bug whenever it happens
 };
@@ -218,9 +219,9 @@ class Record {
     std::lock_guard lock(mu_);
     disruptions_.push_back(std::move(d));
   }
-  void Note(std::string what, bool expected_in_disruptions = true) {
+  void Note(std::string kind, std::string what, bool expected_in_disruptions = true) {
     std::lock_guard lock(mu_);
-    incidents_.push_back({Clock::now(), std::move(what), expected_in_disruptions});
+    incidents_.push_back({Clock::now(), std::move(kind), std::move(what), expected_in_disruptions});
   }
   // Index of the disruption whose window [start, back + grace] meets [t0, t1]; -1 when none.
   int During(Clock::time_point t0, Clock::time_point t1, Clock::duration grace) const {
@@ -339,8 +340,8 @@ class Kubelet {
         if (container && container->state() == v1::CONTAINER_RUNNING && !StopContainer(pod.container_id))
           return Phase::kPending;
         if (!StopPodSandbox(pod.sandbox_id)) return Phase::kPending;
-        record_.Note(absl::StrCat(pod.name, ": sandbox ", Short(pod.sandbox_id), s.ok() ? " not ready" : " gone",
-                                  ", a new one"));
+        record_.Note("new sandbox", absl::StrCat(pod.name, ": sandbox ", Short(pod.sandbox_id),
+                                                 s.ok() ? " not ready" : " gone", ", a new one"));
         ++pod.sandbox_attempt;
         ++pod.container_attempt;
         pod.SetIds("", "");
@@ -360,12 +361,13 @@ class Kubelet {
     if (container && container->state() == v1::CONTAINER_RUNNING) return Phase::kRunning;
     if (!pod.container_id.empty()) {
       // Exited (a job that failed, any deployment's), never started, or gone: a new one.
-      record_.Note(absl::StrCat(pod.name, ": container ", Short(pod.container_id), " ",
-                                !container ? "gone"
-                                : container->state() == v1::CONTAINER_EXITED
-                                    ? absl::StrCat("exited with ", container->exit_code(), " (", container->reason(), ")")
-                                    : v1::ContainerState_Name(container->state()),
-                                ", a new one"));
+      record_.Note("new container", absl::StrCat(pod.name, ": container ", Short(pod.container_id), " ",
+                                                 !container ? "gone"
+                                                 : container->state() == v1::CONTAINER_EXITED
+                                                     ? absl::StrCat("exited with ", container->exit_code(), " (",
+                                                                    container->reason(), ")")
+                                                     : v1::ContainerState_Name(container->state()),
+                                                 ", a new one"));
       ++pod.container_attempt;
       pod.SetIds(pod.sandbox_id, "");
     }
@@ -409,7 +411,8 @@ class Kubelet {
       std::error_code ec;
       fs::remove_all(PodLogDir(pod), ec);
     } else {
-      record_.Note(absl::StrCat(pod.name, ": removal given up after ", kGiveUp.count(), " min"), false);
+      record_.Note("removal given up", absl::StrCat(pod.name, ": removal given up after ", kGiveUp.count(), " min"),
+                   false);
     }
     return ok;
   }
@@ -460,7 +463,8 @@ class Kubelet {
       if (live.count(uid)) continue;
       if (removed.count(uid)) {
         // Its pod's removal deleted it: something wrote there again.
-        record_.Note(absl::StrCat("log directory ", dir, " of a removed pod came back: ",
+        record_.Note("log directory back",
+                     absl::StrCat("log directory ", dir, " of a removed pod came back: ",
                                   absl::StrJoin(FilesUnder(log_root_ + "/" + dir), ", ")),
                      false);
       }
@@ -882,8 +886,8 @@ class Soak {
       }
       std::this_thread::sleep_for(milliseconds(250));
     }
-    record_.Note(absl::StrCat(pod.name, ": its CRI log ", resp.status().log_path(), " holds ", copied, " lines, Docker's ",
-                              inspect->log_path, " ", logged));
+    record_.Note("CRI log differs", absl::StrCat(pod.name, ": its CRI log ", resp.status().log_path(), " holds ",
+                                                 copied, " lines, Docker's ", inspect->log_path, " ", logged));
   }
 
   void RunWorker() {
@@ -923,11 +927,12 @@ class Soak {
       std::stringstream log;
       log << in.rdbuf();
       if (!absl::StrContains(log.str(), absl::StrCat(" stdout F ", Kubelet::JobLastLine(pod), "\n")))
-        record_.Note(absl::StrCat(pod.name, ": its CRI log ", exited.log_path(), " lacks its last line; it holds: \"",
+        record_.Note("last line missing",
+                     absl::StrCat(pod.name, ": its CRI log ", exited.log_path(), " lacks its last line; it holds: \"",
                                   log.str().substr(0, 400), "\""),
                      false);
     } else {
-      record_.Note(absl::StrCat(pod.name, ": given up after ", kGiveUp.count(), " min"), false);
+      record_.Note("job given up", absl::StrCat(pod.name, ": given up after ", kGiveUp.count(), " min"), false);
     }
     kubelet_.Unregister(pod, kubelet_.KillAndRemove(pod));
   }
@@ -938,7 +943,7 @@ class Soak {
   void Housekeeping() {
     int tick = 0;
     Every(seconds(1), [&] {
-      if (std::optional<std::string> crash = shim_.ReviveIfExited()) record_.Note(*crash, false);
+      if (std::optional<std::string> crash = shim_.ReviveIfExited()) record_.Note("shim crash", *crash, false);
       v1::ListPodSandboxResponse sandboxes;
       cri_.Call("ListPodSandbox", &RuntimeStub::ListPodSandbox, v1::ListPodSandboxRequest(), &sandboxes);
       v1::ListContainersResponse containers;
@@ -1465,22 +1470,29 @@ int main(int argc, char** argv) {
   const auto grace = std::chrono::duration_cast<Clock::duration>(std::chrono::duration<double>(s.grace_s));
   std::map<std::string, std::map<grpc::StatusCode, int>> failed_during, failed_outside;
   std::vector<int> failed_per_disruption(disruptions.size());
+  std::map<std::pair<std::string, grpc::StatusCode>, std::string> first_during;  // the first message of each
   std::vector<std::string> bugs;
   for (const Cri::Failure& f : cri.failures()) {
     const int d = soak.record().During(f.start, f.end, grace);
     if (d >= 0) {
       ++failed_during[f.rpc][f.code];
       ++failed_per_disruption[d];
+      first_during.emplace(std::make_pair(f.rpc, f.code), f.message);
     } else {
       ++failed_outside[f.rpc][f.code];
       bugs.push_back(absl::StrFormat("%.1f s: %s: %s: %s", Seconds(f.start - t_start), f.rpc, CodeName(f.code), f.message));
     }
   }
   std::vector<std::string> incidents_during, incidents_outside;
+  std::map<std::string, int> kinds_during;
   for (const Incident& i : soak.record().incidents()) {
     const std::string line = absl::StrFormat("%.1f s: %s", Seconds(i.at - t_start), i.what);
-    (i.expected_in_disruptions && soak.record().During(i.at, i.at, grace) >= 0 ? incidents_during : incidents_outside)
-        .push_back(line);
+    if (i.expected_in_disruptions && soak.record().During(i.at, i.at, grace) >= 0) {
+      incidents_during.push_back(line);
+      ++kinds_during[i.kind];
+    } else {
+      incidents_outside.push_back(line);
+    }
   }
   checks.push_back({"no call failed outside the disruptions", bugs.empty(), Joined(bugs)});
   checks.push_back({"no repair or lost log line outside the disruptions", incidents_outside.empty(), Joined(incidents_outside)});
@@ -1524,9 +1536,16 @@ int main(int argc, char** argv) {
                 bench::Percentile(ms, 99), bench::Percentile(ms, 100), codes(failed_during[rpc]).c_str(),
                 codes(failed_outside[rpc]).c_str());
   }
-  std::printf("\nRepairs during disruptions (%zu)\n", incidents_during.size());
-  for (size_t i = 0; i < std::min<size_t>(incidents_during.size(), 40); ++i) std::printf("  %s\n", incidents_during[i].c_str());
-  if (incidents_during.size() > 40) std::printf("  ...\n");
+  std::printf("  the first message of each in disruptions:\n");
+  for (const auto& [key, message] : first_during)
+    std::printf("    %s %s: %s\n", key.first.c_str(), CodeName(key.second).c_str(), message.substr(0, 240).c_str());
+  std::vector<std::string> kind_counts;
+  for (const auto& [kind, n] : kinds_during) kind_counts.push_back(absl::StrCat(n, " ", kind));
+  std::printf("\nRepairs during disruptions: %s\n",
+              kind_counts.empty() ? "none" : absl::StrJoin(kind_counts, ", ").c_str());
+  for (size_t i = 0; i < std::min<size_t>(incidents_during.size(), 10); ++i)
+    std::printf("  %s\n", incidents_during[i].c_str());
+  if (incidents_during.size() > 10) std::printf("  ...\n");
   if (!bugs.empty() || !incidents_outside.empty()) {
     std::printf("\nOutside the disruptions\n");
     for (size_t i = 0; i < std::min<size_t>(bugs.size(), 40); ++i) std::printf("  %s\n", bugs[i].c_str());
