@@ -19,7 +19,7 @@
 //     printed; `--seed` repeats the schedule): kill -9 of the shim and a start of it with
 //     the same flags `--restart-delay` s later (systemd's Restart=always, RestartSec=2s),
 //     or a restart of the engine's dockerd (DOCKERSHIM_TEST_ENGINE_CTL restart <engine>,
-//     engines 26 and 28 only). The workers carry on through them. None in the last
+//     the private engines only, not the system's 20). The workers carry on through them. None in the last
 //     `--tail` pods: `--warmup` pods after the last disruption, the churn is paused (no
 //     job in flight, the deployments only) and the shim's footprint read: the baseline.
 //
@@ -1395,6 +1395,7 @@ int main(int argc, char** argv) {
     checks.push_back({"no IP reservation (host-local)", left->ip_allocations == 0, absl::StrCat(left->ip_allocations)});
     checks.push_back({"no CNI cache file", left->cni_cache_files == 0, absl::StrCat(left->cni_cache_files)});
     checks.push_back({"no checkpoint", left->checkpoints == 0, absl::StrCat(left->checkpoints)});
+    checks.push_back({"no creation marker", left->creation_markers == 0, absl::StrCat(left->creation_markers)});
   } else {
     checks.push_back({"leftovers counted", false, left.status().ToString()});
   }
