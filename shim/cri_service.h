@@ -310,9 +310,10 @@ class CriService {
   absl::StatusOr<SandboxCheckpoint> AdoptPodNetwork(const common::Context& ctx,
                                                     const dockerclient::ContainerInspect& sandbox,
                                                     absl::StatusOr<SandboxCheckpoint> known);
-  // Undoes a RunPodSandbox that failed after creating `id`.
-  void RollBackSandbox(const std::string& id, bool network_attached, const network::PodNetworkRequest& net_req,
-                       const std::string& network_name);
+  // Undoes a RunPodSandbox that failed after creating `id`; false when the infra container
+  // could not be removed.
+  [[nodiscard]] bool RollBackSandbox(const std::string& id, bool network_attached,
+                                     const network::PodNetworkRequest& net_req, const std::string& network_name);
 
   Options options_;
   dockerclient::DockerClient& docker_;

@@ -44,7 +44,7 @@ absl::Status CriService::EnsurePauseImage(const common::Context& ctx) {
                           absl::StrCat("pull pod infra image ", options_.pod_infra_image));
 }
 
-void CriService::RollBackSandbox(const std::string& id, bool network_attached,
+bool CriService::RollBackSandbox(const std::string& id, bool network_attached,
                                  const network::PodNetworkRequest& net_req, const std::string& network_name) {
   common::Context ctx = common::Context::WithTimeout(kRollbackTimeout);
   if (network_attached) {
@@ -52,10 +52,14 @@ void CriService::RollBackSandbox(const std::string& id, bool network_attached,
       LOG_ERROR << "rollback of pod " << net_req.pod_namespace << "/" << net_req.pod_name
                 << ": network teardown failed: " << s.message();
   }
-  if (absl::Status s = docker_.RemoveContainer(ctx, id, /*force=*/true); !s.ok() && !absl::IsNotFound(s))
-    LOG_ERROR << "rollback: cannot remove infra container " << id << ": " << s.message();
+  bool removed = true;
+  if (absl::Status s = docker_.RemoveContainer(ctx, id, /*force=*/true); !s.ok() && !absl::IsNotFound(s)) {
+    LOG_ERROR << "rollback: cannot remove infra container " << id << " (the next start will): " << s.message();
+    removed = false;
+  }
   if (absl::Status s = checkpoints_.Remove(id); !s.ok())
     LOG_ERROR << "rollback: cannot remove checkpoint of " << id << ": " << s.message();
+  return removed;
 }
 
 absl::StatusOr<v1::RunPodSandboxResponse> CriService::RunPodSandbox(const common::Context& ctx,
@@ -115,8 +119,11 @@ absl::StatusOr<v1::RunPodSandboxResponse> CriService::RunPodSandbox(const common
     std::lock_guard lock(mu_);
     sandboxes_in_flight_.insert(name);
   }
+  // Kept when the rollback could not remove the container (dockerd going away): the
+  // next start's clean-up then knows it is ours and removes it.
+  bool keep_marker = false;
   absl::Cleanup unmark = [&] {
-    markers.Unmark(name);
+    if (!keep_marker) markers.Unmark(name);
     std::lock_guard lock(mu_);
     sandboxes_in_flight_.erase(sandboxes_in_flight_.find(name));
   };
@@ -159,16 +166,19 @@ absl::StatusOr<v1::RunPodSandboxResponse> CriService::RunPodSandbox(const common
   net_req.port_mappings = ports;
   net_req.bandwidth = bandwidth;
   if (config.has_linux()) net_req.cgroup_parent = config.linux().cgroup_parent();
+  auto roll_back = [&](bool network_attached, const std::string& network_name) {
+    keep_marker = !RollBackSandbox(id, network_attached, net_req, network_name);
+  };
 
   common::ScopedPhase pending_phase(phases, "RunPodSandbox: checkpoint write (pending)");
   if (absl::Status s = checkpoints_.Write(checkpoint); !s.ok()) {
-    RollBackSandbox(id, false, net_req, "");
+    roll_back(false, "");
     return common::Annotate(s, "write pod sandbox checkpoint");
   }
   pending_phase.Stop();
   common::ScopedPhase start_phase(phases, "RunPodSandbox: infra start");
   if (absl::Status s = docker_.StartContainer(ctx, id); !s.ok()) {
-    RollBackSandbox(id, false, net_req, "");
+    roll_back(false, "");
     return common::Annotate(s, "start pod infra container");
   }
   start_phase.Stop();
@@ -179,7 +189,7 @@ absl::StatusOr<v1::RunPodSandboxResponse> CriService::RunPodSandbox(const common
     auto inspect = docker_.InspectContainer(ctx, id);
     netns_phase.Stop();
     if (!inspect.ok() || !inspect->state.running || inspect->state.pid <= 0) {
-      RollBackSandbox(id, false, net_req, "");
+      roll_back(false, "");
       return inspect.ok() ? absl::InternalError(absl::StrCat("pod infra container exited right after start: ",
                                                             inspect->state.error))
                           : common::Annotate(inspect.status(), "inspect pod infra container");
@@ -189,7 +199,7 @@ absl::StatusOr<v1::RunPodSandboxResponse> CriService::RunPodSandbox(const common
     absl::StatusOr<network::PodNetworkStatus> attached = network_.SetUp(ctx, net_req);
     network_phase.Stop();
     if (!attached.ok()) {
-      RollBackSandbox(id, false, net_req, "");  // the plugin released what it had allocated
+      roll_back(false, "");  // the plugin released what it had allocated
       return common::Annotate(attached.status(), absl::StrCat("set up pod network (", network_.Name(), ")"));
     }
     attached_network = attached->network_name;
@@ -201,7 +211,7 @@ absl::StatusOr<v1::RunPodSandboxResponse> CriService::RunPodSandbox(const common
   checkpoint.pending = false;
   common::ScopedPhase final_phase(phases, "RunPodSandbox: checkpoint write (final)");
   if (absl::Status s = checkpoints_.Write(checkpoint); !s.ok()) {
-    RollBackSandbox(id, !host_network, net_req, attached_network);
+    roll_back(!host_network, attached_network);
     return common::Annotate(s, "write pod sandbox checkpoint");
   }
   final_phase.Stop();

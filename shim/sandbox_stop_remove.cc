@@ -3,6 +3,7 @@
 #include "absl/strings/str_cat.h"
 #include "common/log.h"
 #include "common/status.h"
+#include "shim/creation_markers.h"
 #include "shim/cri_service.h"
 #include "shim/naming.h"
 
@@ -129,6 +130,12 @@ absl::StatusOr<v1::RemovePodSandboxResponse> CriService::RemovePodSandbox(const 
   absl::Status removed = docker_.RemoveContainer(ctx, sandbox->id, /*force=*/true);
   if (!removed.ok() && !absl::IsNotFound(removed)) return common::Annotate(removed, "remove pod infra container");
   RETURN_IF_ERROR(checkpoints_.Remove(sandbox->id));
+  // A creation marker a failed rollback kept for this container is done with, unless a
+  // RunPodSandbox of the same name is under way and needs its own.
+  if (const std::string name = sandbox->name.substr(sandbox->name.empty() ? 0 : 1); !name.empty()) {
+    std::lock_guard lock(mu_);
+    if (!sandboxes_in_flight_.count(name)) CreationMarkers(options_.root_directory).Unmark(name);
+  }
   LOG_INFO << "removed pod sandbox " << sandbox->id;
   return v1::RemovePodSandboxResponse();
 }

@@ -21,4 +21,14 @@ inline std::string BusyboxImage() { return "dockershim-test/busybox:latest"; }
 inline std::string PauseImage() { return "dockershim-test/pause:latest"; }
 inline std::string CniBinDir() { return Get("DOCKERSHIM_TEST_CNI_BIN", "/usr/lib/cni"); }
 
+// "<ctl> <verb> <engine>": stops, starts or restarts the engine under test with
+// DOCKERSHIM_TEST_ENGINE_CTL (scripts/docker-engines.sh). Empty when it may not: the
+// private engines it starts are the tests' to restart, never the system's dockerd (20).
+inline std::string EngineCtlCommand(const std::string& verb) {
+  const std::string ctl = Get("DOCKERSHIM_TEST_ENGINE_CTL", "");
+  const std::string engine = Get("DOCKERSHIM_TEST_ENGINE", "");
+  if (ctl.empty() || engine.empty() || engine == "20") return "";
+  return ctl + " " + verb + " " + engine;
+}
+
 }  // namespace testenv

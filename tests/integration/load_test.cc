@@ -81,6 +81,7 @@ TEST_F(LoadTest, ConcurrentPodsCreatedAndRemovedLeaveNothingBehind) {
     EXPECT_EQ(left->ip_allocations, 0);
     EXPECT_EQ(left->checkpoints, 0);
     EXPECT_EQ(left->cni_cache_files, 0);
+    EXPECT_EQ(left->creation_markers, 0);
 
     absl::SleepFor(absl::Seconds(2));  // gRPC's pool threads end a moment after their calls
     auto footprint = testsupport::ReadFootprint(shim_->pid());

@@ -545,15 +545,13 @@ TEST_F(DockerOutageTest, ThroughAProxyThatRefusesAndCutsConnectionsTheSameShimRe
 TEST_F(DockerOutageTest, ARealRestartOfTheEngine) {
   // scripts/docker-engines.sh for the private engines (26, 28, 28c, 29); the system's
   // dockerd (20) is not the test's to restart.
-  const std::string ctl = testenv::Get("DOCKERSHIM_TEST_ENGINE_CTL", "");
-  const std::string engine = testenv::Get("DOCKERSHIM_TEST_ENGINE", "");
-  if (ctl.empty() || engine.empty() || engine == "20")
+  const std::string stop = testenv::EngineCtlCommand("stop"), start = testenv::EngineCtlCommand("start");
+  if (stop.empty())
     GTEST_SKIP() << "the engine under test (" << testenv::DockerEndpoint()
                  << ") cannot be restarted by the test: set DOCKERSHIM_TEST_ENGINE to one that "
                     "scripts/docker-engines.sh starts and DOCKERSHIM_TEST_ENGINE_CTL to that script";
   RunOutage(
-      testenv::DockerEndpoint(), [&] { ASSERT_TRUE(testenv::ShOk(ctl + " stop " + engine)); },
-      [&] { ASSERT_TRUE(testenv::ShOk(ctl + " start " + engine)); });
+      testenv::DockerEndpoint(), [&] { ASSERT_TRUE(testenv::ShOk(stop)); }, [&] { ASSERT_TRUE(testenv::ShOk(start)); });
 }
 
 }  // namespace

@@ -73,6 +73,19 @@ absl::StatusOr<Footprint> ReadFootprint(pid_t pid) {
   return f;
 }
 
+absl::StatusOr<std::vector<std::string>> OpenFiles(pid_t pid) {
+  const std::string dir = absl::StrCat("/proc/", pid, "/fd");
+  std::error_code ec;
+  std::vector<std::string> files;
+  for (fs::directory_iterator it(dir, ec), end; !ec && it != end; it.increment(ec)) {
+    std::error_code link_ec;
+    const fs::path target = fs::read_symlink(it->path(), link_ec);
+    if (!link_ec) files.push_back(target.string());  // an fd closed meanwhile has none
+  }
+  if (ec) return absl::NotFoundError(absl::StrCat(dir, ": ", ec.message()));
+  return files;
+}
+
 absl::StatusOr<std::map<std::string, int64_t>> ReadMappingKinds(pid_t pid) {
   absl::StatusOr<std::string> smaps = ReadAll(absl::StrCat("/proc/", pid, "/smaps"));
   if (!smaps.ok()) return smaps.status();

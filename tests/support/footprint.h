@@ -8,6 +8,7 @@
 #include <cstdint>
 #include <map>
 #include <string>
+#include <vector>
 
 #include "absl/status/statusor.h"
 
@@ -23,6 +24,10 @@ struct Footprint {
 };
 
 absl::StatusOr<Footprint> ReadFootprint(pid_t pid);
+
+// What each open fd of the process is (the targets of /proc/<pid>/fd/*): a path, with
+// " (deleted)" after a removed file's, "socket:[inode]", "net:[inode]", "anon_inode:...".
+absl::StatusOr<std::vector<std::string>> OpenFiles(pid_t pid);
 
 // Resident kB by kind of mapping: "[heap]", "[stack]", "thread stacks" (anonymous
 // mappings right after a one-page no-access guard, as glibc lays out pthread stacks),

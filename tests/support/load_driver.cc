@@ -226,6 +226,7 @@ absl::StatusOr<Leftovers> CountLeftovers(const LeftoverPlaces& places) {
     return name != "lock" && !absl::StartsWith(name, "last_reserved_ip");
   });
   left.checkpoints = CountFiles(places.root_directory + "/sandbox", [](const fs::path&) { return true; });
+  left.creation_markers = CountFiles(places.root_directory + "/creating", [](const fs::path&) { return true; });
   left.cni_cache_files = CountFiles(places.cni_cache_dir, [](const fs::path&) { return true; });
   return left;
 }

@@ -73,14 +73,15 @@ class LoadDriver {
 // namespace in Docker, host-local IP reservations, checkpoint files, CNI cache files.
 struct Leftovers {
   int containers = 0, ip_allocations = 0, checkpoints = 0, cni_cache_files = 0;
-  int Total() const { return containers + ip_allocations + checkpoints + cni_cache_files; }
+  int creation_markers = 0;  // <root>/creating: RunPodSandbox's, kept only for a clean-up to come
+  int Total() const { return containers + ip_allocations + checkpoints + cni_cache_files + creation_markers; }
 };
 
 struct LeftoverPlaces {
   std::string docker_endpoint;  // unix:///...
   std::string pod_namespace;
   std::string ipam_dir;         // host-local's dataDir (a folder per network under it)
-  std::string root_directory;   // the shim's; checkpoints are in <root>/sandbox
+  std::string root_directory;   // the shim's; checkpoints are in <root>/sandbox, markers in <root>/creating
   std::string cni_cache_dir;
 };
 

@@ -13,6 +13,7 @@
 #include <cstring>
 #include <fstream>
 #include <sstream>
+#include <thread>
 
 #include "absl/strings/str_cat.h"
 #include "tests/support/socket_probe.h"
@@ -37,7 +38,31 @@ void LoopbackUp() {
   ::close(fd);
 }
 
+// A waitpid status as a shell reports it: the exit code, or 128 + the signal.
+int ExitCode(int status) { return WIFEXITED(status) ? WEXITSTATUS(status) : 128 + WTERMSIG(status); }
+
 }  // namespace
+
+absl::StatusOr<std::unique_ptr<NetworkNamespace>> NetworkNamespace::Create() {
+  // A network namespace belongs to a thread: a short-lived one makes it and opens it, so
+  // that this process's other threads stay where they are.
+  int fd = -1, error = 0;
+  std::thread([&] {
+    if (::unshare(CLONE_NEWNET) != 0) {
+      error = errno;
+      return;
+    }
+    LoopbackUp();
+    fd = ::open("/proc/thread-self/ns/net", O_RDONLY | O_CLOEXEC);
+    if (fd < 0) error = errno;
+  }).join();
+  if (fd < 0)
+    return absl::FailedPreconditionError(
+        absl::StrCat("cannot create a network namespace (run as root): ", std::strerror(error)));
+  return std::unique_ptr<NetworkNamespace>(new NetworkNamespace(fd));
+}
+
+NetworkNamespace::~NetworkNamespace() { ::close(fd_); }
 
 absl::StatusOr<std::unique_ptr<ShimProcess>> ShimProcess::Start(const ShimLaunch& launch) {
   // Everything the child needs is prepared before fork: between fork and exec a
@@ -57,7 +82,9 @@ absl::StatusOr<std::unique_ptr<ShimProcess>> ShimProcess::Start(const ShimLaunch
   }
   const pid_t pid = ::fork();
   if (pid == 0) {
-    if (launch.private_netns) {
+    if (launch.netns_fd >= 0) {
+      if (::setns(launch.netns_fd, CLONE_NEWNET) != 0) _exit(126);
+    } else if (launch.private_netns) {
       if (::unshare(CLONE_NEWNET) != 0) _exit(126);
       LoopbackUp();
     }
@@ -78,10 +105,10 @@ absl::StatusOr<std::unique_ptr<ShimProcess>> ShimProcess::Start(const ShimLaunch
     int status = 0;
     if (::waitpid(pid, &status, WNOHANG) == pid) {
       shim->pid_ = -1;
-      const int code = WIFEXITED(status) ? WEXITSTATUS(status) : 128 + WTERMSIG(status);
+      const int code = ExitCode(status);
       return absl::FailedPreconditionError(absl::StrCat(
           launch.binary, " exited with ", code,
-          code == 126 ? " (unshare(CLONE_NEWNET) failed: run as root)" : "", " before serving; stderr: ",
+          code == 126 ? " (unshare or setns of its network namespace failed: run as root)" : "", " before serving; stderr: ",
           shim->Stderr().substr(shim->Stderr().size() > 2000 ? shim->Stderr().size() - 2000 : 0)));
     }
     if (absl::Now() > until)
@@ -104,12 +131,22 @@ absl::StatusOr<int> ShimProcess::WaitExit(absl::Duration timeout) {
     int status = 0;
     if (::waitpid(pid_, &status, WNOHANG) == pid_) {
       pid_ = -1;
-      return WIFEXITED(status) ? WEXITSTATUS(status) : 128 + WTERMSIG(status);
+      exit_code_ = ExitCode(status);
+      return *exit_code_;
     }
     if (absl::Now() > until) return absl::DeadlineExceededError(absl::StrCat("still running after ", absl::FormatDuration(timeout)));
     absl::SleepFor(absl::Milliseconds(20));
   }
   return absl::FailedPreconditionError("not running");
+}
+
+std::optional<int> ShimProcess::Exited() {
+  int status = 0;
+  if (pid_ > 0 && ::waitpid(pid_, &status, WNOHANG) == pid_) {
+    pid_ = -1;
+    exit_code_ = ExitCode(status);
+  }
+  return exit_code_;
 }
 
 absl::StatusOr<int> ShimProcess::Stop(absl::Duration grace) {

@@ -1,10 +1,13 @@
 #pragma once
 // The dockershim binary as a child process, optionally in a network namespace of its
 // own: the CNI plugins it runs inherit it, so their bridge and the veths' host ends
-// live and die with the shim and never touch the host's network.
+// live and die with the shim and never touch the host's network. A NetworkNamespace
+// outlives the shims started in it: a shim killed and started again there finds its
+// bridge and the pods' veths, as one restarted by systemd on a node does.
 #include <sys/types.h>
 
 #include <memory>
+#include <optional>
 #include <string>
 #include <vector>
 
@@ -19,7 +22,24 @@ struct ShimLaunch {
   std::string socket_path;        // the --container-runtime-endpoint, waited for
   std::string output_dir;         // gets the child's stdout and stderr files
   bool private_netns = true;
+  int netns_fd = -1;  // a NetworkNamespace's fd: the child joins it (instead of private_netns's new one)
   absl::Duration ready_timeout = absl::Seconds(15);
+};
+
+// A new network namespace with loopback up, held by an open fd (kept out of children):
+// it lasts as long as this object, whatever processes come and go in it.
+class NetworkNamespace {
+ public:
+  static absl::StatusOr<std::unique_ptr<NetworkNamespace>> Create();
+  ~NetworkNamespace();
+  NetworkNamespace(const NetworkNamespace&) = delete;
+  NetworkNamespace& operator=(const NetworkNamespace&) = delete;
+
+  int fd() const { return fd_; }
+
+ private:
+  explicit NetworkNamespace(int fd) : fd_(fd) {}
+  int fd_;
 };
 
 class ShimProcess {
@@ -34,6 +54,8 @@ class ShimProcess {
   pid_t pid() const { return pid_; }
   // SIGTERM, then waits up to `grace`: the exit code (128 + signal when killed by one).
   absl::StatusOr<int> Stop(absl::Duration grace = absl::Seconds(20));
+  // The exit code once the process ended (a crash: 128 + signal), nullopt while it runs.
+  std::optional<int> Exited();
   std::string Stderr() const;
 
  private:
@@ -42,6 +64,7 @@ class ShimProcess {
 
   pid_t pid_;
   std::string output_dir_;
+  std::optional<int> exit_code_;
 };
 
 }  // namespace testsupport

@@ -104,6 +104,26 @@ class SandboxRecoveryTest : public ::testing::Test {
     }
     return id.value_or("");
   }
+  // A pod of the default namespace as the kubelet asks RunPodSandbox for it.
+  static v1::RunPodSandboxRequest RunRequest(const std::string& pod) {
+    v1::RunPodSandboxRequest req;
+    req.mutable_config()->mutable_metadata()->set_name(pod);
+    req.mutable_config()->mutable_metadata()->set_namespace_("default");
+    req.mutable_config()->mutable_metadata()->set_uid("uid-" + pod);
+    req.mutable_config()->mutable_linux();
+    return req;
+  }
+  // RunPodSandbox of pod "p" while dockerd goes away: the start fails, and so does the
+  // rollback's remove. The infra container left behind.
+  std::string RunWhileDockerGoesAway(CriService& service) {
+    const absl::Status away = absl::UnavailableError("Cannot connect to the Docker daemon");
+    docker_.FailOperation("StartContainer", away);
+    docker_.FailOperation("RemoveContainer", away);
+    EXPECT_FALSE(service.RunPodSandbox(ctx_, RunRequest("p")).ok());
+    docker_.ClearFailures();
+    EXPECT_EQ(docker_.Containers().size(), 1u);
+    return docker_.Containers().empty() ? "" : docker_.Containers().begin()->first;
+  }
   // The checkpoint RunPodSandbox writes before start (`pending`) or at the end.
   void WriteCheckpoint(const std::string& id, const std::string& pod, bool pending, const std::string& ip = "") {
     SandboxCheckpoint c;
@@ -161,16 +181,37 @@ TEST_F(SandboxRecoveryTest, InfraContainerCreatedButNoCheckpointIsRemovedWhenThi
 
 TEST_F(SandboxRecoveryTest, RunPodSandboxLeavesNoMarker) {
   auto service = Start();
-  v1::RunPodSandboxRequest req;
-  req.mutable_config()->mutable_metadata()->set_name("p");
-  req.mutable_config()->mutable_metadata()->set_namespace_("default");
-  req.mutable_config()->mutable_metadata()->set_uid("uid-p");
-  req.mutable_config()->mutable_linux();
+  v1::RunPodSandboxRequest req = RunRequest("p");
   auto ran = service->RunPodSandbox(ctx_, req);
   ASSERT_TRUE(ran.ok()) << ran.status();
   docker_.FailOperation("StartContainer", absl::InternalError("runc failed"));
   req.mutable_config()->mutable_metadata()->set_name("q");
   ASSERT_FALSE(service->RunPodSandbox(ctx_, req).ok());
+  EXPECT_THAT(CreationMarkers(root_).List(), IsEmpty());
+}
+
+// dockerd going away in the middle of RunPodSandbox (the soak's dockerd restarts): the
+// start fails and so does the rollback's remove. The next start removes the container.
+TEST_F(SandboxRecoveryTest, InfraContainerTheRollbackCouldNotRemoveIsRemovedAtTheNextStart) {
+  auto service = Start();
+  const std::string id = RunWhileDockerGoesAway(*service);
+  ASSERT_TRUE(HasContainer(id));
+  EXPECT_FALSE(HasCheckpoint(id));
+  service.reset();
+  Start();
+  EXPECT_FALSE(HasContainer(id));
+  EXPECT_THAT(CreationMarkers(root_).List(), IsEmpty());
+}
+
+// The kubelet's garbage collection removes that container first: its marker goes with it.
+TEST_F(SandboxRecoveryTest, MarkerOfAContainerTheRollbackCouldNotRemoveGoesWithRemovePodSandbox) {
+  auto service = Start();
+  const std::string id = RunWhileDockerGoesAway(*service);
+  ASSERT_THAT(CreationMarkers(root_).List(), ElementsAre("k8s_POD_p_default_uid-p_0"));
+  v1::RemovePodSandboxRequest remove;
+  remove.set_pod_sandbox_id(id);
+  ASSERT_TRUE(service->RemovePodSandbox(ctx_, remove).ok());
+  EXPECT_FALSE(HasContainer(id));
   EXPECT_THAT(CreationMarkers(root_).List(), IsEmpty());
 }
 
@@ -249,11 +290,7 @@ TEST_F(SandboxRecoveryTest, RunPodSandboxKeepsItsCheckpointPendingUntilTheNetwor
     auto c = DecodeCheckpoint(std::string(std::istreambuf_iterator<char>(in), {}));
     pending_during_setup = c.ok() && c->pending;
   };
-  v1::RunPodSandboxRequest req;
-  req.mutable_config()->mutable_metadata()->set_name("p");
-  req.mutable_config()->mutable_metadata()->set_namespace_("default");
-  req.mutable_config()->mutable_metadata()->set_uid("uid-p");
-  req.mutable_config()->mutable_linux();
+  v1::RunPodSandboxRequest req = RunRequest("p");
   auto ran = service->RunPodSandbox(ctx_, req);
   ASSERT_TRUE(ran.ok()) << ran.status();
   EXPECT_TRUE(pending_during_setup);
