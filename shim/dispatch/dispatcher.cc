@@ -1,6 +1,9 @@
 #include "shim/dispatch/dispatcher.h"
 
+#include <pthread.h>
+
 #include <string>
+#include <system_error>
 #include <utility>
 
 #include "absl/strings/str_cat.h"
@@ -34,9 +37,11 @@ Dispatcher::~Dispatcher() {
 
 void Dispatcher::Submit(Lane lane, Call& call) {
   absl::Status refusal;
+  std::thread left;
   {
     std::lock_guard lock(mu_);
     LaneState& state = StateOf(lane);
+    if (!stopped_) left = std::move(left_);  // joined below, off the lock; after Stop, Join's
     if (stopped_) {
       refusal = absl::UnavailableError("dockershim is shutting down");
     } else if (state.queue.size() >= state.limits.max_queued) {
@@ -52,16 +57,26 @@ void Dispatcher::Submit(Lane lane, Call& call) {
       state.queue.push_back({&call, absl::Now()});
       queued_[&call] = {lane, std::prev(state.queue.end())};
       NoteDepth(lane);
-      if (state.queue.size() > static_cast<std::size_t>(state.idle) &&
-          state.workers.size() < static_cast<std::size_t>(state.limits.workers)) {
-        state.workers.emplace_back([this, lane] { Work(lane); });
-      } else {
-        state.wake.notify_one();
+      if (!state.idle.empty()) {
+        // Notified under mu_: once unlocked, the worker may take another call and leave.
+        Worker* next = state.idle.back();
+        state.idle.pop_back();
+        next->woken = true;
+        next->wake.notify_one();
+      } else if (state.workers.size() < static_cast<std::size_t>(state.limits.workers)) {
+        Worker& worker = state.workers.emplace_back();
+        try {
+          worker.thread = std::thread([this, lane, &worker] { Work(lane, worker); });
+        } catch (const std::system_error& e) {
+          // The call waits for a busy worker of the lane, or its deadline.
+          state.workers.pop_back();
+          LOG_WARN << "cannot start a worker for the " << LaneName(lane) << " lane: " << e.what();
+        }
       }
-      return;
     }
   }
-  call.Refuse(refusal);
+  if (left.joinable()) left.join();
+  if (!refusal.ok()) call.Refuse(refusal);
 }
 
 void Dispatcher::Withdraw(Call& call) {
@@ -90,10 +105,12 @@ void Dispatcher::Stop() {
     if (stopped_) return;
     stopped_ = true;
     for (std::size_t i = 0; i < kLaneCount; ++i) {
-      for (const Queued& q : lanes_[i].queue) refused.push_back(q.call);
-      lanes_[i].queue.clear();
+      LaneState& state = lanes_[i];
+      for (const Queued& q : state.queue) refused.push_back(q.call);
+      state.queue.clear();
       NoteDepth(static_cast<Lane>(i));
-      lanes_[i].wake.notify_all();
+      for (Worker* idle : state.idle) idle->wake.notify_one();
+      state.idle.clear();
     }
     queued_.clear();
   }
@@ -102,25 +119,41 @@ void Dispatcher::Stop() {
 }
 
 void Dispatcher::Join() {
-  std::vector<std::thread> workers;
+  // Workers no longer leave (Stop came first): their entries stay until joined.
+  std::vector<std::thread> threads;
   {
     std::lock_guard lock(mu_);
-    for (LaneState& state : lanes_) {
-      for (std::thread& t : state.workers) workers.push_back(std::move(t));
-      state.workers.clear();
-    }
+    for (LaneState& state : lanes_)
+      for (Worker& worker : state.workers) threads.push_back(std::move(worker.thread));
+    threads.push_back(std::move(left_));
   }
-  for (std::thread& t : workers) t.join();
+  for (std::thread& t : threads)
+    if (t.joinable()) t.join();
+  std::lock_guard lock(mu_);
+  for (LaneState& state : lanes_) state.workers.clear();
 }
 
-void Dispatcher::Work(Lane lane) {
+void Dispatcher::Work(Lane lane, Worker& self) {
+  pthread_setname_np(pthread_self(), absl::StrCat("cri-", LaneName(lane)).c_str());  // "cri-lifecycle" fits 15
   LaneState& state = StateOf(lane);
   std::unique_lock lock(mu_);
   for (;;) {
-    ++state.idle;
-    state.wake.wait(lock, [&] { return !state.queue.empty() || stopped_; });
-    --state.idle;
-    if (state.queue.empty()) return;  // stopped
+    if (state.queue.empty()) {
+      if (stopped_) return;
+      self.woken = false;
+      state.idle.push_back(&self);
+      if (self.wake.wait_for(lock, absl::ToChronoNanoseconds(state.limits.max_idle),
+                             [&] { return self.woken || stopped_; }))
+        continue;
+      std::erase(state.idle, &self);
+      if (!state.queue.empty()) continue;  // a call came as the wait timed out: take it
+      // Leave: the thread that left before is joined here, this one by whoever is next.
+      std::thread previous = std::exchange(left_, std::move(self.thread));
+      state.workers.remove_if([&](const Worker& worker) { return &worker == &self; });  // destroys self
+      lock.unlock();
+      if (previous.joinable()) previous.join();
+      return;
+    }
     const Queued next = state.queue.front();
     state.queue.pop_front();
     queued_.erase(next.call);

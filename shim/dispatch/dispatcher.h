@@ -6,6 +6,9 @@
 // longer be useful (its deadline passed or its client left while it waited), or at
 // shutdown. The call runs on the worker's thread from start to end, so what is
 // bound to a thread (observability::RpcScope) covers all of its Docker calls.
+// Workers start as calls come and leave after LaneLimits::max_idle without a call,
+// so the threads a burst started do not stay; the most recently idle worker takes
+// the next call, so a steady trickle keeps only the workers it needs.
 #include <condition_variable>
 #include <list>
 #include <mutex>
@@ -55,20 +58,24 @@ class Dispatcher {
     Call* call;
     absl::Time since;
   };
+  struct Worker {
+    std::thread thread;
+    std::condition_variable wake;
+    bool woken = false;  // Submit took it off the idle stack for a call
+  };
   struct LaneState {
     LaneLimits limits;
     std::list<Queued> queue;
-    std::vector<std::thread> workers;
-    int idle = 0;  // workers waiting for a call
+    std::list<Worker> workers;   // the lane's threads; an entry leaves with its thread
+    std::vector<Worker*> idle;   // waiting for a call; the last one is woken first
     bool full = false;  // its queue refused a call since it last ran empty (logged once)
-    std::condition_variable wake;
   };
   struct Where {
     Lane lane;
     std::list<Queued>::iterator it;
   };
 
-  void Work(Lane lane);
+  void Work(Lane lane, Worker& self);
   LaneState& StateOf(Lane lane) { return lanes_[static_cast<std::size_t>(lane)]; }
   void NoteDepth(Lane lane);  // mu_ held
 
@@ -76,6 +83,9 @@ class Dispatcher {
   LaneState lanes_[kLaneCount];                   // guarded by mu_
   std::unordered_map<const Call*, Where> queued_;  // guarded by mu_
   bool stopped_ = false;                           // guarded by mu_
+  // The last worker that left: it has returned or is about to, and is joined by the
+  // next worker to leave, the next Submit or Join. Guarded by mu_.
+  std::thread left_;
 };
 
 }  // namespace shim::dispatch

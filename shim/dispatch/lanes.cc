@@ -113,6 +113,10 @@ std::optional<Lane> LaneOf(std::string_view method) {
 // Queues: 1024 calls per lane, over 9 per pod at the kubelet's 110 pods. A queued
 // call holds its request (a few KiB; the kubelet's largest, CreateContainer, rarely
 // 100 KiB) and gRPC's state of the call, so all lanes full stay in tens of MiB.
+// A worker without a call for 60 s (LaneLimits' default) leaves: after a burst the
+// threads return to what the kubelet's steady calls keep busy (the most recently idle
+// worker takes the next call), and a thread costs far less to start than the calls
+// it runs, so a worker that left and is needed again is cheap.
 Limits DefaultLimits() {
   Limits limits;
   limits[static_cast<std::size_t>(Lane::kHealth)] = {4, 1024};

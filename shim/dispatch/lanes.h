@@ -6,6 +6,8 @@
 #include <optional>
 #include <string_view>
 
+#include "absl/time/time.h"
+
 namespace shim::dispatch {
 
 // Calls are split by what they wait on, so that a flood of one kind only makes that
@@ -26,8 +28,9 @@ const char* LaneName(Lane lane);  // "health", "short", "lifecycle", "process", 
 std::optional<Lane> LaneOf(std::string_view method);
 
 struct LaneLimits {
-  int workers = 1;             // started as calls come, kept until Join
+  int workers = 1;             // at most; started as calls come
   std::size_t max_queued = 1;  // calls waiting for a worker; past it, RESOURCE_EXHAUSTED
+  absl::Duration max_idle = absl::Seconds(60);  // a worker without a call this long leaves
 };
 
 using Limits = std::array<LaneLimits, kLaneCount>;  // by Lane

@@ -1,4 +1,5 @@
-// The CRI calls' worker pools (shim/dispatch/): lanes, bounded queues, refusals, shutdown.
+// The CRI calls' worker pools (shim/dispatch/): lanes, bounded queues, refusals, shutdown,
+// idle workers leaving.
 #include "shim/dispatch/dispatcher.h"
 
 #include <gmock/gmock.h>
@@ -6,6 +7,8 @@
 #include <gtest/gtest.h>
 
 #include <atomic>
+#include <filesystem>
+#include <fstream>
 #include <memory>
 #include <optional>
 #include <string>
@@ -62,10 +65,43 @@ class TestCall final : public Call {
   absl::Notification started_, done_;
 };
 
-Limits Small(int workers, std::size_t queued) {
+Limits Small(int workers, std::size_t queued, absl::Duration max_idle = absl::Seconds(60)) {
   Limits limits;
-  for (LaneLimits& l : limits) l = {workers, queued};
+  for (LaneLimits& l : limits) l = {workers, queued, max_idle};
   return limits;
+}
+
+// This process's threads named `name`, as the kernel (and a leak check) sees them.
+int ThreadsNamed(const std::string& name) {
+  int count = 0;
+  for (const auto& task : std::filesystem::directory_iterator("/proc/self/task")) {
+    std::ifstream comm(task.path() / "comm");  // gone if the thread just ended
+    std::string line;
+    if (std::getline(comm, line) && line == name) ++count;
+  }
+  return count;
+}
+
+// Waits up to 10 s for ThreadsNamed(name) to be at most `want`; returns the last count.
+int AwaitThreadsNamedAtMost(const std::string& name, int want) {
+  const absl::Time give_up = absl::Now() + absl::Seconds(10);
+  int count = ThreadsNamed(name);
+  while (count > want && absl::Now() < give_up) {
+    absl::SleepFor(absl::Milliseconds(10));
+    count = ThreadsNamed(name);
+  }
+  return count;
+}
+
+// Submits `n` calls waiting at `gate` and waits until all run.
+std::vector<std::unique_ptr<TestCall>> Busy(Dispatcher& dispatcher, Lane lane, int n, absl::Notification& gate) {
+  std::vector<std::unique_ptr<TestCall>> calls;
+  for (int i = 0; i < n; ++i) {
+    calls.push_back(std::make_unique<TestCall>(&gate));
+    dispatcher.Submit(lane, *calls.back());
+  }
+  for (auto& call : calls) EXPECT_TRUE(call->AwaitStarted());
+  return calls;
 }
 
 TEST(LanesTest, EveryRpcOfBothServicesHasALaneButTheEventsStream) {
@@ -225,6 +261,112 @@ TEST(DispatcherTest, StopRefusesTheQueuedAndLaterCallsAndLetsRunningOnesEnd) {
   });
   dispatcher.Join();  // waits for the running call
   EXPECT_EQ(running.runs(), 1);
+  release.join();
+}
+
+TEST(DispatcherTest, WorkersAreNamedAfterTheirLane) {
+  Dispatcher dispatcher(Small(2, 4));
+  absl::Notification gate;
+  std::vector<std::unique_ptr<TestCall>> calls;
+  for (Lane lane : {Lane::kHealth, Lane::kShort, Lane::kLifecycle, Lane::kProcess, Lane::kPull})
+    for (auto& call : Busy(dispatcher, lane, 1, gate)) calls.push_back(std::move(call));
+  EXPECT_EQ(ThreadsNamed("cri-health"), 1);
+  EXPECT_EQ(ThreadsNamed("cri-short"), 1);
+  EXPECT_EQ(ThreadsNamed("cri-lifecycle"), 1);
+  EXPECT_EQ(ThreadsNamed("cri-process"), 1);
+  EXPECT_EQ(ThreadsNamed("cri-pull"), 1);
+  gate.Notify();
+  for (auto& call : calls) EXPECT_TRUE(call->AwaitDone());
+}
+
+TEST(DispatcherTest, TheWorkersABurstStartedLeaveOnceIdleAndTheLaneStillServes) {
+  Dispatcher dispatcher(Small(8, 100, absl::Milliseconds(200)));
+  absl::Notification gate;
+  auto burst = Busy(dispatcher, Lane::kShort, 8, gate);
+  EXPECT_EQ(ThreadsNamed("cri-short"), 8);
+  gate.Notify();
+  for (auto& call : burst) ASSERT_TRUE(call->AwaitDone());
+  EXPECT_EQ(AwaitThreadsNamedAtMost("cri-short", 0), 0);
+
+  TestCall later;
+  dispatcher.Submit(Lane::kShort, later);
+  ASSERT_TRUE(later.AwaitDone());
+  EXPECT_EQ(later.runs(), 1);
+  EXPECT_EQ(ThreadsNamed("cri-short"), 1);
+}
+
+TEST(DispatcherTest, AQuietLaneKeepsOnlyTheWorkersItsCallsNeed) {
+  // One call at a time, far more often than a worker may stay idle: the most recently
+  // idle worker takes each, so the rest of the burst's workers stay idle and leave
+  // (woken in turn, all eight would stay).
+  Dispatcher dispatcher(Small(8, 100, absl::Milliseconds(300)));
+  absl::Notification gate;
+  auto burst = Busy(dispatcher, Lane::kShort, 8, gate);
+  gate.Notify();
+  for (auto& call : burst) ASSERT_TRUE(call->AwaitDone());
+  const absl::Time give_up = absl::Now() + absl::Seconds(10);
+  int workers = ThreadsNamed("cri-short");
+  while (workers > 2 && absl::Now() < give_up) {
+    TestCall call;
+    dispatcher.Submit(Lane::kShort, call);
+    ASSERT_TRUE(call.AwaitDone());
+    ASSERT_EQ(call.runs(), 1);
+    absl::SleepFor(absl::Milliseconds(10));  // its worker is idle again
+    workers = ThreadsNamed("cri-short");
+  }
+  EXPECT_LE(workers, 2);
+}
+
+TEST(DispatcherTest, CallsSubmittedAsWorkersLeaveRun) {
+  // One worker per lane, which leaves after 1 ms idle; on each of four lanes a thread
+  // submits one call at a time at gaps around that, so some arrive just as the lane's
+  // only worker decides to leave. A call lost then would wait for a worker forever.
+  constexpr Lane kLanes[] = {Lane::kShort, Lane::kLifecycle, Lane::kProcess, Lane::kPull};
+  constexpr int kCallsPerLane = 400;
+  std::vector<std::unique_ptr<TestCall>> calls[std::size(kLanes)];  // outlive the dispatcher
+  Dispatcher dispatcher(Small(1, 10, absl::Milliseconds(1)));
+  std::vector<std::thread> submitters;
+  for (std::size_t lane = 0; lane < std::size(kLanes); ++lane) {
+    submitters.emplace_back([&, lane] {
+      for (int i = 0; i < kCallsPerLane; ++i) {
+        TestCall& call = *calls[lane].emplace_back(std::make_unique<TestCall>());
+        dispatcher.Submit(kLanes[lane], call);
+        if (!call.AwaitDone()) return;
+        absl::SleepFor(absl::Microseconds(900 + (i * 37) % 200));
+      }
+    });
+  }
+  for (std::thread& t : submitters) t.join();
+  for (auto& of_lane : calls) {
+    ASSERT_EQ(of_lane.size(), std::size_t{kCallsPerLane}) << "a call waited 5 s for a worker";
+    for (auto& call : of_lane) {
+      EXPECT_EQ(call->runs(), 1);
+      EXPECT_FALSE(call->refusal());
+    }
+  }
+}
+
+TEST(DispatcherTest, StopAndJoinJoinWorkersThatLeftAndWorkersStillRunning) {
+  // A worker that left and was not joined would end the process when its std::thread
+  // is destroyed.
+  auto dispatcher = std::make_unique<Dispatcher>(Small(4, 10, absl::Milliseconds(50)));
+  absl::Notification quick_gate, slow_gate;
+  auto quick = Busy(*dispatcher, Lane::kShort, 4, quick_gate);
+  auto slow = Busy(*dispatcher, Lane::kProcess, 2, slow_gate);
+  quick_gate.Notify();
+  for (auto& call : quick) EXPECT_TRUE(call->AwaitDone());
+  EXPECT_EQ(AwaitThreadsNamedAtMost("cri-short", 0), 0);
+  EXPECT_EQ(ThreadsNamed("cri-process"), 2) << "running calls keep their workers";
+
+  dispatcher->Stop();
+  std::thread release([&] {
+    absl::SleepFor(absl::Milliseconds(50));
+    slow_gate.Notify();
+  });
+  dispatcher->Join();
+  for (auto& call : slow) EXPECT_EQ(call->runs(), 1);
+  EXPECT_EQ(ThreadsNamed("cri-process"), 0);
+  dispatcher.reset();
   release.join();
 }
 
