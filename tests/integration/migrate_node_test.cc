@@ -1,14 +1,15 @@
-// `dockershim migrate` on a systemd node, the way an operator runs it: cri-dockerd's
-// units as its packaging and install guide lay them out (cri-docker.service with a
-// drop-in of flags and an Environment= variable, cri-docker.socket on %t/cri-dockerd.sock),
-// pods started through its socket, the switch to dockershim and back, each checked over
-// the same socket path. Real cri-dockerd cannot be built here: the units run this build's
+// `dockershim migrate` on a systemd node, the way an operator runs it: first without
+// cri-dockerd (it says so and changes nothing), then with cri-dockerd's units as its
+// packaging and install guide lay them out (cri-docker.service with a drop-in of flags
+// and an Environment= variable, cri-docker.socket on %t/cri-dockerd.sock), pods started
+// through its socket, the switch to dockershim and back, each checked over the same
+// socket path. Real cri-dockerd cannot be built here: the units run this build's
 // dockershim under cri-dockerd's flag names instead, in a mount namespace of its own
 // with a private /var/log/pods, so that the node's log paths are what cri-dockerd leaves
 // there (links to Docker's json logs, made by the test as cri-dockerd does at
 // StartContainer) and the stand-in never touches them.
 //
-// These tests install, start and remove units of the node's systemd: they run only in
+// It installs, starts and removes units of the node's systemd: it runs only in
 // scripts/vm.sh's throw-away guest, where scripts/vm-integration.sh sets DOCKERSHIM_TEST_VM=1.
 #include <gmock/gmock.h>
 #include <gtest/gtest.h>
@@ -78,7 +79,8 @@ class MigrateNodeTest : public ::testing::Test {
       GTEST_SKIP() << "installs and switches the node's systemd units: only in scripts/vm.sh's guest "
                       "(scripts/vm-integration.sh sets DOCKERSHIM_TEST_VM=1)";
     ASSERT_EQ(Trimmed(testenv::Sh("cat /proc/1/comm")), "systemd");
-    Cleanup();
+    if (fs::exists(fs::path(kUnitDir) / "cri-docker.service") || fs::exists(fs::path(kUnitDir) / "dockershim.service"))
+      Cleanup();  // an aborted run's
     dir_ = fs::path("/var/tmp") / absl::StrCat("dsmigrate-", ::getpid());
     fs::create_directories(dir_ / "net.d");
   }
@@ -92,8 +94,8 @@ class MigrateNodeTest : public ::testing::Test {
     testenv::Sh(absl::StrCat("docker ps -aq --filter label=io.kubernetes.pod.namespace=", kNamespace,
                              " | xargs -r docker rm -f"));
     testenv::Sh(absl::StrCat("rm -rf ", kUnitDir, "/cri-docker.* ", kUnitDir, "/dockershim.* ", kStandIn, " ",
-                             kStandInConfig, " /etc/dockershim /var/lib/dockershim /var/lib/cri-dockerd /var/log/pods/",
-                             kNamespace, "_*"));
+                             kStandInConfig, " /etc/dockershim /var/lib/dockershim /var/lib/cri-dockerd",
+                             " /var/lib/cri-dockerd-stand-in /var/log/pods/", kNamespace, "_*"));
     testenv::Sh("systemctl daemon-reload; systemctl reset-failed");
     testenv::Sh(absl::StrCat("ip link del ", kBridge));
     if (!dir_.empty()) fs::remove_all(dir_);
@@ -114,8 +116,10 @@ class MigrateNodeTest : public ::testing::Test {
   // packaged units in /etc/systemd/system; the flags in a drop-in.
   void InstallCriDockerd() {
     ASSERT_TRUE(testenv::ShOk("getent group docker")) << "cri-docker.socket's SocketGroup";
-    std::ofstream(kStandInConfig) << "# the stand-in's own state, apart from dockershim's\n"
-                                     "root-directory = \"/var/lib/cri-dockerd\"\n";
+    // Its checkpoints (dockershim's format) apart from dockershim's and from cri-dockerd's
+    // directory: the pods come to dockershim as a real cri-dockerd's would, with no
+    // checkpoint of dockershim's to read their IPs from.
+    std::ofstream(kStandInConfig) << "root-directory = \"/var/lib/cri-dockerd-stand-in\"\n";
     std::ofstream(kStandIn) << absl::StrCat(
         "#!/bin/sh\n"
         "# A stand-in for cri-dockerd: dockershim under cri-dockerd's flags, with a /var/log/pods\n"
@@ -218,8 +222,23 @@ class MigrateNodeTest : public ::testing::Test {
   fs::path dir_;
 };
 
-TEST_F(MigrateNodeTest, FromCriDockerdAndBackKeepsThePodsTheirIpsAndTheirLogs) {
+// One test, for the VM's time: each install and removal of units costs daemon-reloads.
+TEST_F(MigrateNodeTest, RefusesWithoutCriDockerdThenSwitchesToDockershimAndBack) {
   InstallDockershim();
+  // --- cri-dockerd not installed: said so, nothing changed ---
+  const std::string socket = State("dockershim.socket"), service = State("dockershim.service");
+  for (const char* direction : {"from-cri-dockerd", "to-cri-dockerd"}) {
+    const Command c = Migrate(direction);
+    EXPECT_EQ(c.exit_code, 1) << c.output;
+    EXPECT_THAT(c.output, HasSubstr("cri-dockerd is not installed: no cri-docker.service or cri-dockerd.service in "
+                                    "/etc/systemd/system"));
+  }
+  EXPECT_EQ(State("dockershim.socket"), socket);
+  EXPECT_EQ(State("dockershim.service"), service);
+  EXPECT_FALSE(fs::exists(kConfig));
+  EXPECT_FALSE(fs::exists(kDropIn));
+  EXPECT_FALSE(fs::exists("/var/lib/dockershim/migrate-state.json"));
+
   InstallCriDockerd();
   testenv::CriClient cri(kCriSocket, 60s);
 
@@ -299,22 +318,6 @@ TEST_F(MigrateNodeTest, FromCriDockerdAndBackKeepsThePodsTheirIpsAndTheirLogs) {
   Say(back, app_id, "with-cri-dockerd-again");
   EXPECT_TRUE(WaitUntil([&] { return absl::StrContains(testenv::ReadFile(log_path), "with-cri-dockerd-again"); }, 10s))
       << testenv::ReadFile(log_path);
-}
-
-TEST_F(MigrateNodeTest, WithoutCriDockerdNothingChanges) {
-  InstallDockershim();
-  const std::string socket = State("dockershim.socket"), service = State("dockershim.service");
-  for (const char* direction : {"from-cri-dockerd", "to-cri-dockerd"}) {
-    const Command c = Migrate(direction);
-    EXPECT_EQ(c.exit_code, 1) << c.output;
-    EXPECT_THAT(c.output, HasSubstr("cri-dockerd is not installed: no cri-docker.service or cri-dockerd.service in "
-                                    "/etc/systemd/system"));
-  }
-  EXPECT_EQ(State("dockershim.socket"), socket);
-  EXPECT_EQ(State("dockershim.service"), service);
-  EXPECT_FALSE(fs::exists(kConfig));
-  EXPECT_FALSE(fs::exists(kDropIn));
-  EXPECT_FALSE(fs::exists("/var/lib/dockershim/migrate-state.json"));
 }
 
 }  // namespace
