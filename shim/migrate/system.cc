@@ -76,25 +76,7 @@ class NodeSystemImpl : public System {
                                       "ActiveState", "-p", "NeedDaemonReload", "-p", "ActiveEnterTimestamp", unit}));
     if (out.exit_code != 0)
       return absl::FailedPreconditionError(absl::StrCat("systemctl show ", unit, ": ", Trimmed(out.text)));
-    UnitStatus status;
-    for (absl::string_view line : absl::StrSplit(out.text, '\n')) {
-      const size_t eq = line.find('=');
-      if (eq == absl::string_view::npos) continue;
-      const absl::string_view key = line.substr(0, eq), value = line.substr(eq + 1);
-      if (key == "UnitFileState") status.enabled = value == "enabled" || value == "enabled-runtime";
-      if (key == "ActiveState") status.active = value == "active" || value == "activating" || value == "reloading";
-      if (key == "NeedDaemonReload") status.need_reload = value == "yes";
-      if (key == "ActiveEnterTimestamp" && !value.empty()) {
-        // "Sun 2026-12-06 04:40:00.123456 UTC"
-        std::string error;
-        absl::Time t;
-        const size_t space = value.find(' ');
-        if (absl::ParseTime("%Y-%m-%d %H:%M:%E*S UTC", std::string(value.substr(space + 1)), absl::UTCTimeZone(), &t,
-                            &error))
-          status.active_since = t;
-      }
-    }
-    return status;
+    return ParseSystemctlShow(out.text);
   }
 
   absl::Status Systemctl(const std::string& verb, const std::vector<std::string>& units) override {
@@ -163,6 +145,27 @@ class NodeSystemImpl : public System {
 };
 
 }  // namespace
+
+UnitStatus ParseSystemctlShow(const std::string& text) {
+  UnitStatus status;
+  for (absl::string_view line : absl::StrSplit(text, '\n')) {
+    const size_t eq = line.find('=');
+    if (eq == absl::string_view::npos) continue;
+    const absl::string_view key = line.substr(0, eq), value = line.substr(eq + 1);
+    if (key == "UnitFileState") status.enabled = value == "enabled" || value == "enabled-runtime";
+    if (key == "ActiveState") status.active = value == "active" || value == "activating" || value == "reloading";
+    if (key == "NeedDaemonReload") status.need_reload = value == "yes";
+    // "Sun 2026-12-06 04:40:00.123456 UTC"; empty for a unit never active.
+    const size_t space = value.find(' ');
+    absl::Time since;
+    std::string error;
+    if (key == "ActiveEnterTimestamp" && space != absl::string_view::npos &&
+        absl::ParseTime("%Y-%m-%d %H:%M:%E*S UTC", std::string(value.substr(space + 1)), absl::UTCTimeZone(), &since,
+                        &error))
+      status.active_since = since;
+  }
+  return status;
+}
 
 std::unique_ptr<System> NodeSystem(const std::string& self) { return std::make_unique<NodeSystemImpl>(self); }
 

@@ -44,6 +44,10 @@ class System {
   virtual void Sleep(absl::Duration d) = 0;
 };
 
+// `systemctl show --timestamp=us+utc -p UnitFileState -p ActiveState -p NeedDaemonReload
+// -p ActiveEnterTimestamp` of one unit.
+UnitStatus ParseSystemctlShow(const std::string& text);
+
 // The node itself: systemctl, the files, CRI over the socket, Docker at its endpoint.
 // `self` is this binary, run with --config to check a configuration.
 std::unique_ptr<System> NodeSystem(const std::string& self);

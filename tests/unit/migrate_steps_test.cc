@@ -523,5 +523,24 @@ TEST_F(MigrateStepsTest, WhenTheSocketCannotBeTakenOverTheKubeletLineIsPrinted) 
   EXPECT_EQ(node->units[kDockershimSocket].listening, kOurSocketPath);
 }
 
+TEST(SystemctlShowTest, TheUnitsStateAsSystemdPrintsIt) {
+  UnitStatus s = ParseSystemctlShow(
+      "NeedDaemonReload=no\nActiveState=active\nUnitFileState=enabled\n"
+      "ActiveEnterTimestamp=Sun 2026-12-06 04:40:00.123456 UTC\n");
+  EXPECT_TRUE(s.enabled);
+  EXPECT_TRUE(s.active);
+  EXPECT_FALSE(s.need_reload);
+  EXPECT_EQ(s.active_since, absl::FromUnixMicros(1796532000123456));
+  s = ParseSystemctlShow("UnitFileState=disabled\nActiveState=inactive\nNeedDaemonReload=yes\nActiveEnterTimestamp=\n");
+  EXPECT_FALSE(s.enabled);
+  EXPECT_FALSE(s.active);
+  EXPECT_TRUE(s.need_reload);
+  EXPECT_EQ(s.active_since, absl::InfinitePast());
+  s = ParseSystemctlShow("UnitFileState=enabled-runtime\nActiveState=activating\n");
+  EXPECT_TRUE(s.enabled);
+  EXPECT_TRUE(s.active);
+  EXPECT_FALSE(ParseSystemctlShow("UnitFileState=static\nActiveState=failed\n").active);
+}
+
 }  // namespace
 }  // namespace shim::migrate
