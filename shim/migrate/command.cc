@@ -10,6 +10,7 @@
 #include <filesystem>
 #include <iostream>
 
+#include "common/log.h"
 #include "common/unique_fd.h"
 #include "shim/migrate/migration.h"
 
@@ -34,6 +35,8 @@ int MigrateCommand(int argc, char** argv) {
     return code == 0 ? 0 : 2;
   }
   options.direction = to->parsed() ? Direction::kToCriDockerd : Direction::kFromCriDockerd;
+  // The command says what it does itself; the libraries' INFO lines are not for its reader.
+  common::SetLogLevel(common::LogLevel::kWarning);
   if (!options.dry_run && ::geteuid() != 0) {
     std::cerr << "dockershim migrate: run it as root (it stops and starts systemd units); --dry-run needs no root\n";
     return 1;

@@ -89,9 +89,13 @@ class Migration {
       out_ << "  would    " << what << "\n";
       return absl::OkStatus();
     }
-    out_ << "  now      " << what << "\n" << std::flush;
+    // The line first, so that a step that hangs is seen; then how long it took.
+    out_ << "  now      " << what << std::flush;
     changed_ = true;
-    return act();
+    const absl::Time start = sys_.Now();
+    absl::Status status = act();
+    out_ << (status.ok() ? absl::StrCat(" (", Seconds(sys_.Now() - start), ")\n") : std::string(": failed\n"));
+    return status;
   }
 
   absl::StatusOr<std::vector<std::pair<std::string, UnitStatus>>> Units(const std::vector<std::string>& names) {
