@@ -360,8 +360,8 @@ absl::Status Migration::ToCriDockerd() {
 
   RETURN_IF_ERROR(Begin("dockershim", "cri-dockerd", our_units, ours.socket_path, ours.socket_problem));
 
-  // The running socket keeps its file descriptor through the reload; stopped, it frees
-  // cri-dockerd's path for good.
+  // A running dockershim serves on the socket it was given through the reload; stopped,
+  // it frees cri-dockerd's path for good.
   const bool dropin_present = common::ReadWholeFile(options_.paths.dropin).has_value();
   RETURN_IF_ERROR(Step(absl::StrCat("remove ", options_.paths.dropin, " (cri-dockerd's socket path is free again)"),
                        !dropin_present, [&] { return sys_.RemoveFile(options_.paths.dropin); }));

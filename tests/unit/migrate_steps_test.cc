@@ -49,6 +49,7 @@ class FakeNode : public System {
   bool dockershim_reports_ips = true;   // false: dockershim lists the pods without their IPs
   std::vector<ContainerLog> logs;       // Docker's running containers
   absl::Status config_error;            // what dockershim says of any configuration
+  int unanswered = 0;                   // so many CRI calls find nobody (a runtime killed, restarting)
   std::map<std::string, std::string> systemctl_errors;  // by verb: systemctl fails with this text
   std::vector<std::string> actions;     // what changed the node, in order
   // The action of this index is killed: not done, or done (`fail_after`) and then killed.
@@ -123,6 +124,10 @@ class FakeNode : public System {
   std::vector<std::string> checked_configs;
 
   absl::StatusOr<Snapshot> TakeSnapshot(const std::string& socket_path, absl::Duration) override {
+    if (unanswered > 0) {
+      --unanswered;
+      return absl::UnavailableError(absl::StrCat("connect ", socket_path, ": the runtime was killed"));
+    }
     for (const auto& [name, u] : units) {
       if (!u.active || u.listening != socket_path) continue;
       Snapshot s = pods;
@@ -428,6 +433,28 @@ TEST_F(MigrateStepsTest, ARerunComparesWithTheSnapshotTakenBeforeTheSwitch) {
   EXPECT_THAT(out_.str(), HasSubstr("already  snapshot of what cri-dockerd served, from the switch begun at"));
   EXPECT_THAT(out_.str(), HasSubstr("differs: pod kube-system/kube-proxy-x (pod-proxy-12) is not listed"));
   EXPECT_TRUE(fs::exists(paths_.state)) << "kept for the next rerun";
+}
+
+// kill -9 of either runtime: cri-dockerd before the switch (nothing changes), dockershim
+// after its start (systemd restarts it; the check waits for it).
+TEST_F(MigrateStepsTest, ARuntimeKilledOnTheWayIsWaitedForOrChangesNothing) {
+  InstallBoth();
+  std::unique_ptr<FakeNode> node = Node();
+  const auto files = Files();
+  node->unanswered = 1;
+  EXPECT_EQ(Run(*node, Direction::kFromCriDockerd), 1);
+  EXPECT_THAT(err_.str(), HasSubstr("cannot list what cri-dockerd serves: connect /run/cri-dockerd.sock: the runtime "
+                                    "was killed; nothing was changed"));
+  EXPECT_THAT(node->actions, IsEmpty());
+  EXPECT_EQ(Files(), files);
+
+  node->fail_at = 9;  // killed before starting dockershim
+  EXPECT_EQ(Run(*node, Direction::kFromCriDockerd), 1);
+  node->fail_at = -1;
+  node->unanswered = 3;  // dockershim, started, does not answer at once
+  EXPECT_EQ(Run(*node, Direction::kFromCriDockerd), 0) << out_.str() << err_.str();
+  EXPECT_EQ(node->unanswered, 0);
+  EXPECT_THAT(out_.str(), HasSubstr("Every pod, its IP and every running container came through"));
 }
 
 TEST_F(MigrateStepsTest, AFailedCheckSaysWhatDiffersAndHowToGoBack) {
