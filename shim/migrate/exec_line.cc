@@ -29,16 +29,17 @@ absl::Status Unescape(const std::string& text, size_t* i, std::string* out) {
     case 'n': *out += '\n'; return absl::OkStatus();
     case 't': *out += '\t'; return absl::OkStatus();
     case 's': *out += ' '; return absl::OkStatus();
-    case 'x':
+    case 'x': {
+      int value = 0;
       if (*i + 2 < text.size() && absl::ascii_isxdigit(static_cast<unsigned char>(text[*i + 1])) &&
-          absl::ascii_isxdigit(static_cast<unsigned char>(text[*i + 2]))) {
-        int value = 0;
-        absl::SimpleHexAtoi(absl::string_view(text).substr(*i + 1, 2), &value);
+          absl::ascii_isxdigit(static_cast<unsigned char>(text[*i + 2])) &&
+          absl::SimpleHexAtoi(absl::string_view(text).substr(*i + 1, 2), &value)) {
         *out += static_cast<char>(value);
         *i += 2;
         return absl::OkStatus();
       }
       break;
+    }
     default:
       *out += c;  // \\ \" \' and any other character stand for themselves
       return absl::OkStatus();
