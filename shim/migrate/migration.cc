@@ -12,6 +12,7 @@
 #include "common/files.h"
 #include "common/status.h"
 #include "nlohmann/json.hpp"
+#include "shim/migrate/adopted_checkpoints.h"
 #include "shim/migrate/installation.h"
 #include "shim/migrate/node_files.h"
 
@@ -396,6 +397,19 @@ absl::Status Migration::ToCriDockerd() {
   }
   if (linked > 0) out_ << "  already  " << linked << " container logs link to Docker's json log\n";
   if (to_link == 0 && linked == 0) out_ << "  already  no running container's log to link\n";
+
+  // dockershim has stopped: it adopts no pod any more.
+  const std::vector<std::string> adopted =
+      AdoptedCheckpoints(options_.paths.dockershim_root, cri.flags.root_directory);
+  if (!adopted.empty()) {
+    RETURN_IF_ERROR(Step(absl::StrCat("remove dockershim's checkpoints of ", adopted.size(),
+                                      " pods adopted from cri-dockerd (cri-dockerd's own checkpoints are theirs "
+                                      "again; a later switch adopts them again)"),
+                         false, [&]() -> absl::Status {
+                           for (const std::string& path : adopted) RETURN_IF_ERROR(sys_.RemoveFile(path));
+                           return absl::OkStatus();
+                         }));
+  }
 
   RETURN_IF_ERROR(Start(cri_units));
   if (ours.socket_path != cri.socket_path) {

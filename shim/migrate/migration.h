@@ -10,6 +10,7 @@
 #include <vector>
 
 #include "absl/time/time.h"
+#include "shim/migrate/node_files.h"
 #include "shim/migrate/system.h"
 #include "shim/migrate/unit_file.h"
 
@@ -22,6 +23,7 @@ struct Paths {
   std::string dropin = "/etc/systemd/system/dockershim.socket.d/50-cri-dockerd-socket.conf";
   std::string config = "/etc/dockershim/config.toml";
   std::string state = "/var/lib/dockershim/migrate-state.json";
+  std::string dockershim_root = kDockershimRoot;  // its checkpoints (sandbox/<id>)
 };
 
 struct MigrateOptions {

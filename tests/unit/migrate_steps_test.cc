@@ -16,6 +16,7 @@
 #include "absl/strings/str_join.h"
 #include "absl/strings/str_replace.h"
 #include "common/files.h"
+#include "shim/checkpoint_store.h"
 #include "shim/migrate/installation.h"
 #include "shim/migrate/migration.h"
 #include "tests/unit/cri_dockerd_units.h"
@@ -185,6 +186,7 @@ class MigrateStepsTest : public ::testing::Test {
     paths_.dropin = dir_ / "etc/systemd/system/dockershim.socket.d/50-cri-dockerd-socket.conf";
     paths_.config = dir_ / "etc/dockershim/config.toml";
     paths_.state = dir_ / "var/lib/dockershim/migrate-state.json";
+    paths_.dockershim_root = dir_ / "var/lib/dockershim";
   }
 
   // Both installed from their packages; cri-dockerd serves, dockershim's socket listens
@@ -419,6 +421,47 @@ TEST_F(MigrateStepsTest, ToCriDockerdLinksTheLogsBackAndRestoresItsSocket) {
   EXPECT_TRUE(fs::exists(paths_.config));  // for a later switch
   EXPECT_EQ(node->units["cri-docker.socket"].listening, kCriSocketPath);
   EXPECT_THAT(out_.str(), HasSubstr("cri-dockerd serves the node now"));
+}
+
+TEST_F(MigrateStepsTest, ToCriDockerdRemovesOurCheckpointsOfThePodsAdoptedFromCriDockerd) {
+  InstallBoth();
+  const std::string cri_root = dir_ / "var/lib/cri-dockerd";
+  dir_.Write("etc/systemd/system/cri-docker.service.d/10-root.conf",
+             absl::StrCat("[Service]\nExecStart=\nExecStart=", cri_binary_,
+                          " --container-runtime-endpoint fd:// --cri-dockerd-root-directory=", cri_root, "\n"));
+  std::unique_ptr<FakeNode> node = SwitchedNode();
+  // What dockershim wrote while it served: pods adopted from cri-dockerd (one whose
+  // cri-dockerd checkpoint is gone), a pod of its own, and a file it does not know.
+  auto ours = [&](const std::string& id, const std::string& adopted_from) {
+    SandboxCheckpoint c;
+    c.sandbox_id = id;
+    c.network_plugin = "cni";
+    c.ip = "10.88.0.7";
+    c.adopted_from = adopted_from;
+    return dir_.Write("var/lib/dockershim/sandbox/" + id, EncodeCheckpoint(c));
+  };
+  const std::string adopted = ours("adopted", kAdoptedFromCriDockerd);
+  const std::string orphan = ours("orphan", kAdoptedFromCriDockerd);
+  const std::string own = ours("own", "");
+  const std::string labels = ours("labels", kAdoptedFromLabels);
+  const std::string corrupt = dir_.Write("var/lib/dockershim/sandbox/corrupt", "{");
+  const std::string theirs = dir_.Write("var/lib/cri-dockerd/sandbox/adopted", R"({"version":"v1","data":{}})");
+  dir_.Write("var/lib/cri-dockerd/sandbox/labels", R"({"version":"v1","data":{}})");
+  dir_.Write("var/lib/cri-dockerd/sandbox/own", R"({"version":"v1","data":{}})");
+
+  ASSERT_EQ(Run(*node, Direction::kToCriDockerd, /*dry_run=*/true), 0) << out_.str() << err_.str();
+  EXPECT_THAT(out_.str(), HasSubstr("would    remove dockershim's checkpoints of 1 pods adopted from cri-dockerd"));
+  EXPECT_TRUE(fs::exists(adopted));
+
+  ASSERT_EQ(Run(*node, Direction::kToCriDockerd), 0) << out_.str() << err_.str();
+  EXPECT_THAT(node->actions, ::testing::Contains(absl::StrCat("remove ", adopted)));
+  EXPECT_FALSE(fs::exists(adopted));
+  EXPECT_TRUE(fs::exists(theirs));  // cri-dockerd's, as it left it
+  for (const std::string& kept : {orphan, own, labels, corrupt}) EXPECT_TRUE(fs::exists(kept)) << kept;
+
+  // A rerun finds nothing more to remove.
+  ASSERT_EQ(Run(*node, Direction::kToCriDockerd), 0) << out_.str() << err_.str();
+  EXPECT_THAT(out_.str(), Not(HasSubstr("checkpoints of")));
 }
 
 TEST_F(MigrateStepsTest, ARerunComparesWithTheSnapshotTakenBeforeTheSwitch) {
