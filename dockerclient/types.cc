@@ -215,6 +215,7 @@ ContainerInspect ParseContainerInspect(const json& j) {
   c.pid_mode = Str(host, "PidMode");
   c.ipc_mode = Str(host, "IpcMode");
   c.network_mode = Str(host, "NetworkMode");
+  c.log_driver = Str(Field(host, "LogConfig"), "Type");
   c.cgroup_parent = Str(host, "CgroupParent");
   const json& network = Field(j, "NetworkSettings");
   c.ip_address = NetworkAddress(network, "IPAddress");

@@ -103,7 +103,8 @@ struct ContainerInspect {
   std::string name;  // with leading "/"
   std::string created;
   std::string image;  // image ID
-  std::string log_path;
+  std::string log_path;    // the json-file driver's file; empty with other drivers
+  std::string log_driver;  // HostConfig.LogConfig.Type: "json-file", "local", "journald", ...
   ContainerState state;
   // Config
   std::string config_image;  // the reference the container was created from

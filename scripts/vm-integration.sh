@@ -58,6 +58,8 @@ if [[ -f $W/vm-share/images.tar ]]; then docker load -q -i "$W/vm-share/images.t
 DOCKERSHIM_TEST_ENGINES=$ENGINES scripts/test-env.sh
 # Tests that need cgroup v2 fail here instead of skipping.
 export DOCKERSHIM_TEST_CGROUP=v2
+# A throw-away node: tests may install and switch its systemd units (MigrateNodeTest).
+export DOCKERSHIM_TEST_VM=1
 
 failed=()
 for engine in $ENGINES; do

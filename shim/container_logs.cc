@@ -51,20 +51,6 @@ absl::Status CreateCriLogFile(const std::string& path) {
   return absl::OkStatus();
 }
 
-namespace {
-
-// HostConfig.LogConfig.Type: "json-file", "local", "journald", ...
-std::string LogDriver(const dockerclient::ContainerInspect& container) {
-  const auto host = container.raw.find("HostConfig");
-  if (host == container.raw.end() || !host->is_object()) return "";
-  const auto config = host->find("LogConfig");
-  if (config == host->end() || !config->is_object()) return "";
-  const auto type = config->find("Type");
-  return type != config->end() && type->is_string() ? type->get<std::string>() : "";
-}
-
-}  // namespace
-
 void CriService::CopyContainerLog(const dockerclient::ContainerInspect& container) {
   const std::string path = LabelValue(container.labels, kContainerLogPathLabel);
   if (!options_.log_copier || path.empty()) return;
@@ -73,7 +59,7 @@ void CriService::CopyContainerLog(const dockerclient::ContainerInspect& containe
     return;
   }
   // json-file: Docker's own file is read directly (the shim runs as root beside dockerd).
-  const std::string json_log = LogDriver(container) == "json-file"
+  const std::string json_log = container.log_driver == "json-file"
                                    ? options_.log_copier->DockerJsonLogPath(container.id, container.log_path)
                                    : std::string();
   options_.log_copier->Follow(container.id, path, container.tty, json_log);

@@ -24,6 +24,7 @@
 #include "shim/network/cni_network.h"
 #include "shim/network/docker_bridge.h"
 #include "shim/logs/log_copier.h"
+#include "shim/migrate/command.h"
 #include "shim/oom/kernel_oom_log.h"
 #include "shim/memory/memory.h"
 #include "shim/runtime_cgroups/runtime_cgroups.h"
@@ -88,10 +89,14 @@ std::string DockerSocketPath(const std::string& endpoint) {
 }  // namespace
 
 int main(int argc, char** argv) {
+  // `dockershim migrate ...`: a command run once on a node, not the daemon.
+  if (argc > 1 && std::string_view(argv[1]) == "migrate") return shim::migrate::MigrateCommand(argc - 1, argv + 1);
   shim::memory::TuneMalloc();
   Flags f;
   CLI::App app{"dockershim: a Kubernetes CRI runtime on Docker Engine", "dockershim"};
   app.set_version_flag("--version", std::string("dockershim ") + DOCKERSHIM_VERSION);
+  app.footer("Switching a node from or back to cri-dockerd: dockershim migrate from-cri-dockerd|to-cri-dockerd "
+             "[--dry-run] (dockershim migrate --help)");
   app.add_option("--container-runtime-endpoint", f.endpoint, "CRI socket to serve")->capture_default_str();
   app.add_option("--cri-socket-group", f.cri_socket_group,
                  "group (name or gid) that may connect to the CRI socket, mode 0660 (default: the shim's, root)");

@@ -1,19 +1,17 @@
 #include "shim/network/cni_network.h"
 
-#include <fcntl.h>
 #include <sys/stat.h>
 #include <unistd.h>
 
 #include <algorithm>
 #include <cerrno>
 #include <filesystem>
-#include <fstream>
 #include <optional>
-#include <sstream>
 #include <system_error>
 
 #include "absl/strings/escaping.h"
 #include "absl/strings/str_cat.h"
+#include "common/files.h"
 #include "common/log.h"
 #include "common/status.h"
 #include "observability/hooks.h"
@@ -73,49 +71,6 @@ std::string ConfDirSignature(const std::string& dir) {
   std::string sig = absl::StrCat(st.st_ino, ":", st.st_mtim.tv_sec, ".", st.st_mtim.tv_nsec);
   for (const std::string& e : entries) absl::StrAppend(&sig, "|", e);
   return sig;
-}
-
-// Writes `data` to `path` so that readers see the old file or the whole new one,
-// also after a crash: temp file, fsync, rename, fsync of the directory.
-absl::Status WriteFileAtomically(const std::string& path, const std::string& data) {
-  const std::string dir = std::filesystem::path(path).parent_path().string();
-  std::error_code ec;
-  std::filesystem::create_directories(dir, ec);
-  if (ec) return absl::InternalError(absl::StrCat("cannot create ", dir, ": ", ec.message()));
-  std::string tmp = path + ".tmp.XXXXXX";
-  int fd = ::mkostemp(tmp.data(), O_CLOEXEC);
-  if (fd < 0) return absl::InternalError(absl::StrCat("cannot create a file in ", dir, ": ", ErrnoText(errno)));
-  size_t done = 0;
-  int err = 0;
-  while (done < data.size()) {
-    ssize_t n = ::write(fd, data.data() + done, data.size() - done);
-    if (n < 0 && errno == EINTR) continue;
-    if (n < 0) {
-      err = errno;
-      break;
-    }
-    done += static_cast<size_t>(n);
-  }
-  if (err == 0 && ::fsync(fd) != 0) err = errno;
-  if (::close(fd) != 0 && err == 0) err = errno;
-  if (err == 0 && ::rename(tmp.c_str(), path.c_str()) != 0) err = errno;
-  if (err != 0) {
-    ::unlink(tmp.c_str());
-    return absl::InternalError(absl::StrCat("cannot write ", path, ": ", ErrnoText(err)));
-  }
-  if (int dfd = ::open(dir.c_str(), O_RDONLY | O_DIRECTORY | O_CLOEXEC); dfd >= 0) {
-    ::fsync(dfd);
-    ::close(dfd);
-  }
-  return absl::OkStatus();
-}
-
-std::optional<std::string> ReadWholeFile(const std::string& path) {
-  std::ifstream in(path, std::ios::binary);
-  if (!in) return std::nullopt;
-  std::ostringstream out;
-  out << in.rdbuf();
-  return out.str();
 }
 
 // Strings from outside (CRI requests) might not be UTF-8; dump() would throw on them.
@@ -239,7 +194,7 @@ absl::StatusOr<PodNetworkStatus> CniNetwork::SetUp(const common::Context& ctx, c
                 {"result", result},
                 {kCreatedByKey, options_.owner}};
   common::ScopedPhase cache_write(options_.phase_sink, "cni: cache file write");
-  if (absl::Status s = WriteFileAtomically(CacheFile(config->name, req.sandbox_id), Dump(cache)); !s.ok())
+  if (absl::Status s = common::WriteFileAtomically(CacheFile(config->name, req.sandbox_id), Dump(cache)); !s.ok())
     return fail(s);
   cache_write.Stop();
 
@@ -254,7 +209,7 @@ absl::StatusOr<PodNetworkStatus> CniNetwork::SetUp(const common::Context& ctx, c
 std::optional<CniNetwork::Cached> CniNetwork::ReadCache(const std::string& network_name,
                                                         const std::string& container_id) const {
   const std::string path = CacheFile(network_name, container_id);
-  std::optional<std::string> text = ReadWholeFile(path);
+  std::optional<std::string> text = common::ReadWholeFile(path);
   if (!text) return std::nullopt;
   auto broken = [&path](absl::string_view why) -> std::optional<Cached> {
     LOG_WARN << "ignoring CNI cache file " << path << ": " << why;
@@ -344,7 +299,7 @@ std::vector<RecordedAttachment> CniNetwork::RecordedAttachments() const {
   std::vector<RecordedAttachment> found;
   std::error_code ec;
   for (const auto& entry : std::filesystem::directory_iterator(options_.cache_dir + "/results", ec)) {
-    std::optional<std::string> text = ReadWholeFile(entry.path().string());
+    std::optional<std::string> text = common::ReadWholeFile(entry.path().string());
     if (!text) continue;
     json doc = json::parse(*text, nullptr, /*allow_exceptions=*/false);
     if (!doc.is_object() || doc["kind"] != kCacheKind || doc[kCreatedByKey] != options_.owner) continue;
@@ -414,7 +369,7 @@ absl::StatusOr<CachedAttachment> CniNetwork::CachedAttachmentOf(const std::strin
   absl::Status unusable;
   for (const std::string& name : names) {
     const std::string path = absl::StrCat(dir, "/", name);
-    std::optional<std::string> text = ReadWholeFile(path);
+    std::optional<std::string> text = common::ReadWholeFile(path);
     if (!text) continue;  // removed meanwhile
     absl::StatusOr<CachedAttachment> attachment = DecodeCachedAttachment(*text, sandbox_id, name);
     if (attachment.ok()) {

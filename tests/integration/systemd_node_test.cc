@@ -34,17 +34,14 @@ namespace {
 
 namespace v1 = runtime::v1;
 using namespace std::chrono_literals;
+using testenv::Trimmed;
+using testenv::WaitUntil;
 
 constexpr char kService[] = "dockershim.service";
 constexpr char kSocket[] = "dockershim.socket";
 // The package's socket (examples/systemd/dockershim.socket) and configuration file.
 constexpr char kSocketPath[] = "/run/dockershim.sock";
 constexpr char kConfig[] = "/etc/dockershim/config.toml";
-
-std::string Trimmed(std::string s) {
-  absl::StripAsciiWhitespace(&s);
-  return s;
-}
 
 std::string Show(const std::string& unit, const std::string& property) {
   return Trimmed(testenv::Sh(absl::StrCat("systemctl show -p ", property, " --value ", unit)));
@@ -72,15 +69,6 @@ std::string JournalCursor() { return Trimmed(testenv::Sh("journalctl -n 1 -o exp
 // The service's journal (its own lines and systemd's about it) after `cursor`.
 std::string JournalSince(const std::string& cursor) {
   return testenv::Sh(absl::StrCat("journalctl -u ", kService, " --no-pager -o cat --after-cursor='", cursor, "'"));
-}
-
-bool WaitUntil(const std::function<bool()>& done, std::chrono::seconds timeout) {
-  const auto until = std::chrono::steady_clock::now() + timeout;
-  while (!done()) {
-    if (std::chrono::steady_clock::now() > until) return false;
-    std::this_thread::sleep_for(200ms);
-  }
-  return true;
 }
 
 // Version on a connection of its own, waiting for the shim to come (as the kubelet does

@@ -407,6 +407,8 @@ absl::StatusOr<std::string> FakeDockerClient::CreateContainer(const common::Cont
     c.inspect.pid_mode = body["HostConfig"].value("PidMode", "");
     c.inspect.ipc_mode = body["HostConfig"].value("IpcMode", "");
     c.inspect.cgroup_parent = body["HostConfig"].value("CgroupParent", "");
+    if (body["HostConfig"].contains("LogConfig"))
+      c.inspect.log_driver = body["HostConfig"]["LogConfig"].value("Type", "");
     ApplyResources(body["HostConfig"], c.inspect.resources);
     c.inspect.raw["HostConfig"] = body["HostConfig"];  // as Docker's inspect echoes it
   }
