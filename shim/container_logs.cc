@@ -1,7 +1,9 @@
 // Container logs in the CRI format at the CRI log path (log_directory + log_path):
 // CreateContainer makes the file, StartContainer has the log copier (shim/logs/)
 // fill it from Docker's log stream, ReopenContainerLog moves the copy to a new file
-// after the kubelet rotated the old one, and a restarted shim resumes every copy.
+// after the kubelet rotated the old one, and a restarted shim resumes every copy. A
+// container that Docker starts without a StartContainer (one the shim found created)
+// gets its copy from Docker's start event.
 #include <fcntl.h>
 #include <unistd.h>
 
@@ -16,6 +18,7 @@
 #include "common/status.h"
 #include "common/unique_fd.h"
 #include "shim/cri_service.h"
+#include "shim/events/cri_event.h"
 #include "shim/logs/log_copier.h"
 #include "shim/naming.h"
 
@@ -51,6 +54,16 @@ absl::Status CreateCriLogFile(const std::string& path) {
   return absl::OkStatus();
 }
 
+namespace {
+
+// A created container's copy starts with it; one that exited still has output to copy,
+// unless the kubelet removed its file meanwhile (nothing recreates it then).
+bool HasOutputToCopy(const std::string& state, const std::string& path) {
+  return !path.empty() && state != "created" && (state == "running" || fs::exists(path));
+}
+
+}  // namespace
+
 void CriService::CopyContainerLog(const dockerclient::ContainerInspect& container) {
   const std::string path = LabelValue(container.labels, kContainerLogPathLabel);
   if (!options_.log_copier || path.empty()) return;
@@ -76,16 +89,30 @@ void CriService::ResumeLogCopies(const common::Context& ctx) {
   }
   int resumed = 0;
   for (const dockerclient::ContainerSummary& summary : *containers) {
-    // A created container's copy starts with it; one that exited while the shim was
-    // down still has output to copy.
-    const std::string path = LabelValue(summary.labels, kContainerLogPathLabel);
-    if (summary.state == "created" || path.empty() || (summary.state != "running" && !fs::exists(path))) continue;
+    // A created one's copy starts with StartContainer or with Docker's start event.
+    if (!HasOutputToCopy(summary.state, LabelValue(summary.labels, kContainerLogPathLabel))) continue;
     absl::StatusOr<dockerclient::ContainerInspect> container = docker_.InspectContainer(ctx, summary.id);
     if (!container.ok()) continue;
     CopyContainerLog(*container);
     ++resumed;
   }
   if (resumed > 0) LOG_INFO << "resumed the log copies of " << resumed << " containers";
+}
+
+void CriService::OnContainerEvent(const events::CriEvent& event) {
+  // The event carries the container's labels: no log path, nothing to read.
+  if (!options_.log_copier || event.is_sandbox || event.type != v1::CONTAINER_STARTED_EVENT ||
+      LabelValue(event.attributes, kContainerLogPathLabel).empty()) {
+    return;
+  }
+  // The view's inspect, read for this very event, when it is live. Copying a container
+  // already copied (the usual case: StartContainer did) is a no-op.
+  absl::StatusOr<dockerclient::ContainerInspect> container =
+      Inspect(common::Context::WithTimeout(absl::Seconds(30)), event.container_id, Reading::kForStatus);
+  if (container.ok() &&
+      HasOutputToCopy(container->state.status, LabelValue(container->labels, kContainerLogPathLabel))) {
+    CopyContainerLog(*container);
+  }
 }
 
 absl::StatusOr<v1::ReopenContainerLogResponse> CriService::ReopenContainerLog(

@@ -216,6 +216,10 @@ class CriService {
   // container_events.cc: a GetContainerEvents message. What cannot be read (the pod or
   // a container is gone) is left out; for a deleted pod, its ID and metadata remain.
   v1::ContainerEventResponse BuildContainerEvent(const common::Context& ctx, const events::CriEvent& event);
+  // container_logs.cc, on the event hub's thread (its listener): an app container that
+  // Docker started has its log copied, also when no StartContainer did it (the shim was
+  // killed during that call, or restarted while the container was only created).
+  void OnContainerEvent(const events::CriEvent& event);
 
  private:
   // Docker's /info changes rarely; cached briefly (and shared, not copied: it holds

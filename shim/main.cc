@@ -256,16 +256,22 @@ int main(int argc, char** argv) {
   if (f.relist_from_memory) options.container_view = &view;
   shim::CriService service(options, f.relist_from_memory ? static_cast<dockerclient::DockerClient&>(viewed) : **docker,
                            *network);
+  // GetContainerEvents: one Docker events stream shared by every subscriber. Followed
+  // before Init lists the containers to resume their log copies: one that was only
+  // created then has its copy started by the start event that comes after the list.
+  shim::events::HubOptions hub_options;
+  hub_options.docker_socket_path = DockerSocketPath(f.docker_endpoint);
+  shim::events::EventHub events(
+      **docker, hub_options,
+      [&service](const shim::events::CriEvent& event) {
+        return service.BuildContainerEvent(common::Context::WithTimeout(absl::Seconds(30)), event);
+      },
+      f.relist_from_memory ? &view : nullptr,
+      [&service](const shim::events::CriEvent& event) { service.OnContainerEvent(event); });
   if (absl::Status s = service.Init(); !s.ok()) {
     LOG_ERROR << "cannot prepare " << options.root_directory << ": " << s.message();
     return 1;
   }
-  // GetContainerEvents: one Docker events stream shared by every subscriber.
-  shim::events::HubOptions hub_options;
-  hub_options.docker_socket_path = DockerSocketPath(f.docker_endpoint);
-  shim::events::EventHub events(**docker, hub_options, [&service](const shim::events::CriEvent& event) {
-    return service.BuildContainerEvent(common::Context::WithTimeout(absl::Seconds(30)), event);
-  }, f.relist_from_memory ? &view : nullptr);
   // The workers that run CRI calls (lanes.h); gRPC's threads only hand calls over.
   shim::dispatch::Dispatcher dispatcher;
   shim::RuntimeServiceImpl runtime_service(service, grpc_options, dispatcher, &events);

@@ -63,18 +63,20 @@ void Subscription::End(absl::Status status) {
   wake_();
 }
 
-EventHub::EventHub(dockerclient::DockerClient& docker, HubOptions options, Builder build, Follower* follower)
+EventHub::EventHub(dockerclient::DockerClient& docker, HubOptions options, Builder build, Follower* follower,
+                   Listener listener)
     : docker_(docker),
       options_(std::move(options)),
       build_(std::move(build)),
       follower_(follower),
+      listener_(std::move(listener)),
       work_(asio::make_work_guard(ioc_)),
       retry_(ioc_),
       backoff_(options_.retry_min),
       reconcile_(ioc_),
       thread_([this] { ioc_.run(); }),
       builder_([this] { BuildLoop(); }) {
-  if (follower_) {
+  if (follower_ || listener_) {
     std::lock_guard lock(mu_);
     Follow();
   }
@@ -182,6 +184,7 @@ void EventHub::OnDockerEvent(dockerclient::DockerEvent event) {
 }
 
 void EventHub::Dispatch(CriEvent event) {
+  if (listener_) listener_(event);
   std::vector<std::shared_ptr<Subscription>> dropped;
   {
     std::lock_guard lock(mu_);

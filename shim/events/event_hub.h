@@ -11,6 +11,8 @@
 // opens (and every `reconcile_period`) the follower compares Docker's full list with
 // what it knows; what changed unseen reaches subscribers as the events Docker would
 // have sent, once: a replayed event that one of those already stood for is skipped.
+// A listener (the CRI service's log copies) gets every CRI event on the hub's thread,
+// subscribers or not.
 #include <atomic>
 #include <cstddef>
 #include <deque>
@@ -87,11 +89,15 @@ struct HubOptions {
 class EventHub {
  public:
   using Builder = std::function<runtime::v1::ContainerEventResponse(const CriEvent&)>;
+  // Called on the hub's thread with each CRI event, Docker's or a reconcile's, once
+  // (after the follower saw it); it holds up the reading while it runs.
+  using Listener = std::function<void(const CriEvent&)>;
 
   // `docker` answers the API version; `build` fills an event's statuses; both (and
   // `follower`, if any) must outlive the hub. Docker is followed from the start with a
-  // follower, else from the first Subscribe on.
-  EventHub(dockerclient::DockerClient& docker, HubOptions options, Builder build, Follower* follower = nullptr);
+  // follower or a listener, else from the first Subscribe on.
+  EventHub(dockerclient::DockerClient& docker, HubOptions options, Builder build, Follower* follower = nullptr,
+           Listener listener = nullptr);
   ~EventHub();  // Stop()
   EventHub(const EventHub&) = delete;
   EventHub& operator=(const EventHub&) = delete;
@@ -110,7 +116,7 @@ class EventHub {
   void Reconcile();
   void OnDockerEvent(dockerclient::DockerEvent event);
   void OnStreamEnd(absl::Status status);
-  // Queues `event` for the builder's thread, if anyone subscribed.
+  // Tells the listener, then queues `event` for the builder's thread, if anyone subscribed.
   void Dispatch(CriEvent event);
   void BuildLoop();
   void Publish(const Event& event);
@@ -121,6 +127,7 @@ class EventHub {
   const HubOptions options_;
   const Builder build_;
   Follower* const follower_;
+  const Listener listener_;
 
   std::mutex mu_;
   std::condition_variable pending_cv_;

@@ -96,7 +96,7 @@ class EventHubTest : public ::testing::Test {
 
   // Serves each events request with `script(fd, index)`; records the request targets.
   void Serve(std::function<void(int fd, int index)> script, std::size_t queue_limit = 1000,
-             Follower* follower = nullptr) {
+             Follower* follower = nullptr, EventHub::Listener listener = nullptr) {
     server_ = std::make_unique<testhttp::UnixHttpServer>([this, script](int fd, int index) {
       std::string buffer;
       auto request = testhttp::ReadRequest(fd, buffer);
@@ -123,7 +123,7 @@ class EventHubTest : public ::testing::Test {
           resp.set_created_at(e.created_at);
           return resp;
         },
-        follower);
+        follower, std::move(listener));
   }
 
   // The collector lives as long as the hub, whose wake-ups reach it until Stop.
@@ -341,6 +341,68 @@ TEST_F(EventHubTest, AFollowerIsFedFromTheStartAndNothingIsBuiltWithoutSubscribe
   EXPECT_EQ(Targets().size(), 1u);
   EXPECT_EQ(built_, 0);
   hub_->Stop();  // before the follower goes
+}
+
+// What a listener was told: "<id> <type>".
+struct Heard {
+  std::mutex mu;
+  std::vector<std::string> events;
+  EventHub::Listener Listener() {
+    return [this](const CriEvent& e) {
+      std::lock_guard lock(mu);
+      events.push_back(absl::StrCat(e.container_id, " ", v1::ContainerEventType_Name(e.type)));
+    };
+  }
+  std::vector<std::string> Events() {
+    std::lock_guard lock(mu);
+    return events;
+  }
+};
+
+TEST_F(EventHubTest, AListenerGetsEachCriEventFromTheStartWithoutSubscribers) {
+  Heard heard;
+  Serve(
+      [&](int fd, int) {
+        testhttp::WriteAll(fd, kOk);
+        testhttp::WriteAll(fd, Chunk(EventLine("c1", "create", kBase + 1) + EventLine("c1", "exec_start: sh", kBase + 2) +
+                                     EventLine("c1", "start", kBase + 3) + EventLine("c1", "start", kBase + 3)));
+        Hold(fd);
+      },
+      1000, nullptr, heard.Listener());
+  EXPECT_TRUE(Eventually([&] { return heard.Events().size() >= 2; }));
+  absl::SleepFor(absl::Milliseconds(100));  // a duplicate would come meanwhile
+  EXPECT_THAT(heard.Events(), ElementsAre("c1 CONTAINER_CREATED_EVENT", "c1 CONTAINER_STARTED_EVENT"));
+  EXPECT_EQ(built_, 0);
+  hub_->Stop();  // before the listener goes
+}
+
+// A follower whose first list finds a start that no event told.
+struct MissedStartFollower : Follower {
+  void OnEvent(const dockerclient::DockerEvent&) override {}
+  absl::StatusOr<std::vector<dockerclient::DockerEvent>> Reconcile() override {
+    dockerclient::DockerEvent start;
+    start.type = "container";
+    start.action = "start";
+    start.id = "c2";
+    start.attributes = {{"io.kubernetes.docker.type", "container"}, {"io.kubernetes.sandbox.id", "s1"}};
+    start.time_nano = kBase;
+    return std::vector<dockerclient::DockerEvent>{start};
+  }
+  void OnStreamDown() override {}
+};
+
+TEST_F(EventHubTest, AListenerGetsTheEventsAReconcileStoodInFor) {
+  Heard heard;
+  MissedStartFollower follower;
+  Serve(
+      [&](int fd, int) {
+        testhttp::WriteAll(fd, kOk);
+        Hold(fd);
+      },
+      1000, &follower, heard.Listener());
+  EXPECT_TRUE(Eventually([&] { return !heard.Events().empty(); }));
+  EXPECT_THAT(heard.Events(), ElementsAre("c2 CONTAINER_STARTED_EVENT"));
+  hub_->Stop();
 }
 
 TEST_F(EventHubTest, AFollowerGetsEventsWhileAPayloadIsBeingBuilt) {
