@@ -174,7 +174,7 @@ class StartedWithoutStartContainerTest : public ::testing::TestWithParam<bool /*
     ASSERT_TRUE(docker_.StartContainer(ctx_, container_id_).ok());
     docker_.EditContainer(container_id_, [&](dockerclient::ContainerInspect& c) {
       c.log_path = json_log_;
-      c.raw["HostConfig"]["LogConfig"] = {{"Type", "json-file"}, {"Config", nlohmann::json::object()}};
+      c.log_driver = "json-file";
     });
   }
 
