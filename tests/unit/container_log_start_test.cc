@@ -19,6 +19,7 @@
 
 #include "absl/strings/str_cat.h"
 #include "absl/time/clock.h"
+#include "common/files.h"
 #include "shim/cri_service.h"
 #include "shim/events/event_hub.h"
 #include "shim/logs/log_copier.h"
@@ -37,20 +38,8 @@ namespace v1 = runtime::v1;
 constexpr char kPause[] = "registry.k8s.io/pause:3.10";
 constexpr char kBusybox[] = "busybox:latest";
 constexpr absl::Duration kWait = absl::Seconds(10);
-constexpr std::string_view kOk = "HTTP/1.1 200 OK\r\nTransfer-Encoding: chunked\r\n\r\n";
 
-std::string Chunk(std::string_view data) {
-  std::ostringstream size;
-  size << std::hex << data.size();
-  return absl::StrCat(size.str(), "\r\n", std::string(data), "\r\n");
-}
-
-std::string ReadFile(const std::string& path) {
-  std::ifstream in(path);
-  std::stringstream all;
-  all << in.rdbuf();
-  return all.str();
-}
+std::string ReadFile(const std::string& path) { return common::ReadWholeFile(path).value_or(""); }
 
 bool Eventually(const std::function<bool()>& done) {
   const absl::Time until = absl::Now() + kWait;
@@ -130,9 +119,9 @@ class StartedWithoutStartContainerTest : public ::testing::TestWithParam<bool /*
         testhttp::WriteAll(fd, "HTTP/1.1 404 Not Found\r\nContent-Length: 0\r\n\r\n");
         return;
       }
-      testhttp::WriteAll(fd, kOk);
+      testhttp::WriteAll(fd, testhttp::kChunkedOk);
       while (!go_) absl::SleepFor(absl::Milliseconds(1));
-      testhttp::WriteAll(fd, Chunk(StartEvent()));
+      testhttp::WriteAll(fd, testhttp::Chunk(StartEvent()));
       char c;
       while (::read(fd, &c, 1) > 0) {
       }

@@ -30,13 +30,6 @@ using ::testing::HasSubstr;
 using ::testing::UnorderedElementsAre;
 
 constexpr absl::Duration kWait = absl::Seconds(10);
-constexpr std::string_view kOk = "HTTP/1.1 200 OK\r\nTransfer-Encoding: chunked\r\n\r\n";
-
-std::string Chunk(std::string_view data) {
-  std::ostringstream size;
-  size << std::hex << data.size();
-  return absl::StrCat(size.str(), "\r\n", std::string(data), "\r\n");
-}
 
 bool Eventually(const std::function<bool()>& done) {
   const absl::Time until = absl::Now() + kWait;
@@ -165,15 +158,15 @@ class EventHubTest : public ::testing::Test {
 
 TEST_F(EventHubTest, FansOutEveryCriEventToEverySubscriber) {
   Serve([&](int fd, int) {
-    testhttp::WriteAll(fd, kOk);
+    testhttp::WriteAll(fd, testhttp::kChunkedOk);
     while (!go_) absl::SleepFor(absl::Milliseconds(1));
     // Split mid-line, with a malformed line and events that are not the CRI's.
     const std::string body =
         absl::StrCat(EventLine("c1", "create", kBase + 1), "{not json\n", EventLine("c1", "exec_create: sh", kBase + 2),
                      EventLine("c1", "start", kBase + 3), EventLine("x1", "start", kBase + 4, "other"),
                      EventLine("s1", "die", kBase + 5, "podsandbox"));
-    testhttp::WriteAll(fd, Chunk(body.substr(0, 50)));
-    testhttp::WriteAll(fd, Chunk(body.substr(50)));
+    testhttp::WriteAll(fd, testhttp::Chunk(body.substr(0, 50)));
+    testhttp::WriteAll(fd, testhttp::Chunk(body.substr(50)));
     Hold(fd);
   });
   auto a = Subscribe(), b = Subscribe(), c = Subscribe();
@@ -198,10 +191,10 @@ TEST_F(EventHubTest, DropsASubscriberThatFallsBehindAndKeepsTheOthers) {
   constexpr int kEvents = 20;
   Serve(
       [&](int fd, int) {
-        testhttp::WriteAll(fd, kOk);
+        testhttp::WriteAll(fd, testhttp::kChunkedOk);
         while (!go_) absl::SleepFor(absl::Milliseconds(1));
         for (int i = 0; i < kEvents; ++i) {
-          testhttp::WriteAll(fd, Chunk(EventLine(absl::StrCat("c", i), "start", kBase + i)));
+          testhttp::WriteAll(fd, testhttp::Chunk(EventLine(absl::StrCat("c", i), "start", kBase + i)));
         }
         Hold(fd);
       },
@@ -229,16 +222,16 @@ TEST_F(EventHubTest, DropsASubscriberThatFallsBehindAndKeepsTheOthers) {
 
 TEST_F(EventHubTest, ResumesABrokenStreamFromTheLastEventWithoutDuplicates) {
   Serve([&](int fd, int index) {
-    testhttp::WriteAll(fd, kOk);
+    testhttp::WriteAll(fd, testhttp::kChunkedOk);
     if (index == 0) {
       // c3's event is stamped before c1's start but sent after it, as dockerd may.
-      testhttp::WriteAll(fd, Chunk(EventLine("c1", "create", kBase + 100) + EventLine("c1", "start", kBase + 200) +
+      testhttp::WriteAll(fd, testhttp::Chunk(EventLine("c1", "create", kBase + 100) + EventLine("c1", "start", kBase + 200) +
                                    EventLine("c3", "start", kBase + 150)));
       return;  // dockerd goes away: the connection closes mid-stream
     }
     // From a second before the newest: what was seen comes again, with one the hub
     // has not seen.
-    testhttp::WriteAll(fd, Chunk(EventLine("c1", "create", kBase + 100) + EventLine("c3", "start", kBase + 150) +
+    testhttp::WriteAll(fd, testhttp::Chunk(EventLine("c1", "create", kBase + 100) + EventLine("c3", "start", kBase + 150) +
                                  EventLine("c1", "start", kBase + 200) + EventLine("c2", "start", kBase + 200) +
                                  EventLine("c1", "die", kBase + 300)));
     Hold(fd);
@@ -256,8 +249,8 @@ TEST_F(EventHubTest, ResumesABrokenStreamFromTheLastEventWithoutDuplicates) {
 TEST_F(EventHubTest, RetriesWhileDockerIsDown) {
   docker_.FailOperation("Ping", absl::UnavailableError("docker is down"));
   Serve([&](int fd, int) {
-    testhttp::WriteAll(fd, kOk);
-    testhttp::WriteAll(fd, Chunk(EventLine("c1", "create", kBase + 1)));
+    testhttp::WriteAll(fd, testhttp::kChunkedOk);
+    testhttp::WriteAll(fd, testhttp::Chunk(EventLine("c1", "create", kBase + 1)));
     Hold(fd);
   });
   auto s = Subscribe();
@@ -330,8 +323,8 @@ TEST_F(EventHubTest, AFollowerIsFedFromTheStartAndNothingIsBuiltWithoutSubscribe
   RecordingFollower follower;
   Serve(
       [&](int fd, int) {
-        testhttp::WriteAll(fd, kOk);
-        testhttp::WriteAll(fd, Chunk(EventLine("c1", "create", kBase + 1) + EventLine("c1", "exec_start: sh", kBase + 2)));
+        testhttp::WriteAll(fd, testhttp::kChunkedOk);
+        testhttp::WriteAll(fd, testhttp::Chunk(EventLine("c1", "create", kBase + 1) + EventLine("c1", "exec_start: sh", kBase + 2)));
         Hold(fd);
       },
       1000, &follower);
@@ -363,8 +356,8 @@ TEST_F(EventHubTest, AListenerGetsEachCriEventFromTheStartWithoutSubscribers) {
   Heard heard;
   Serve(
       [&](int fd, int) {
-        testhttp::WriteAll(fd, kOk);
-        testhttp::WriteAll(fd, Chunk(EventLine("c1", "create", kBase + 1) + EventLine("c1", "exec_start: sh", kBase + 2) +
+        testhttp::WriteAll(fd, testhttp::kChunkedOk);
+        testhttp::WriteAll(fd, testhttp::Chunk(EventLine("c1", "create", kBase + 1) + EventLine("c1", "exec_start: sh", kBase + 2) +
                                      EventLine("c1", "start", kBase + 3) + EventLine("c1", "start", kBase + 3)));
         Hold(fd);
       },
@@ -396,7 +389,7 @@ TEST_F(EventHubTest, AListenerGetsTheEventsAReconcileStoodInFor) {
   MissedStartFollower follower;
   Serve(
       [&](int fd, int) {
-        testhttp::WriteAll(fd, kOk);
+        testhttp::WriteAll(fd, testhttp::kChunkedOk);
         Hold(fd);
       },
       1000, &follower, heard.Listener());
@@ -413,9 +406,9 @@ TEST_F(EventHubTest, AFollowerGetsEventsWhileAPayloadIsBeingBuilt) {
   };
   Serve(
       [&](int fd, int) {
-        testhttp::WriteAll(fd, kOk);
+        testhttp::WriteAll(fd, testhttp::kChunkedOk);
         while (!go_) absl::SleepFor(absl::Milliseconds(1));
-        testhttp::WriteAll(fd, Chunk(EventLine("c1", "create", kBase + 1) + EventLine("c1", "start", kBase + 2) +
+        testhttp::WriteAll(fd, testhttp::Chunk(EventLine("c1", "create", kBase + 1) + EventLine("c1", "start", kBase + 2) +
                                      EventLine("c1", "die", kBase + 3)));
         Hold(fd);
       },
@@ -454,14 +447,14 @@ TEST_F(EventHubTest, AfterAReconnectSubscribersGetWhatDockerDidNotKeepOnce) {
   Serve(
       [&](int fd, int index) {
         if (index == 0) {
-          testhttp::WriteAll(fd, kOk);
+          testhttp::WriteAll(fd, testhttp::kChunkedOk);
           while (!broken) absl::SleepFor(absl::Milliseconds(1));
           return;  // dockerd restarts
         }
         while (!resume) absl::SleepFor(absl::Milliseconds(1));
-        testhttp::WriteAll(fd, kOk);
+        testhttp::WriteAll(fd, testhttp::kChunkedOk);
         // What Docker kept of the outage (a's death; b's removal and c are lost), then a new event.
-        testhttp::WriteAll(fd, Chunk(EventLine(a, "die", a_died) + EventLine("e1", "start", kBase)));
+        testhttp::WriteAll(fd, testhttp::Chunk(EventLine(a, "die", a_died) + EventLine("e1", "start", kBase)));
         Hold(fd);
       },
       1000, &view);

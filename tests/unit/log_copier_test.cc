@@ -39,14 +39,6 @@ std::string Frame(uint8_t stream, std::string_view payload) {
   return frame + std::string(payload);
 }
 
-std::string Chunk(std::string_view data) {
-  std::ostringstream size;
-  size << std::hex << data.size();
-  return absl::StrCat(size.str(), "\r\n", std::string(data), "\r\n");
-}
-
-constexpr std::string_view kOk = "HTTP/1.1 200 OK\r\nTransfer-Encoding: chunked\r\n\r\n";
-constexpr std::string_view kEnd = "0\r\n\r\n";
 
 std::string ReadFile(const std::string& path) {
   std::ifstream in(path);
@@ -124,12 +116,12 @@ constexpr char kT3[] = "2026-12-01T10:00:00.000000003Z";
 
 TEST_F(LogCopierTest, WritesBothStreamsAsCriLines) {
   Serve([](int fd, int) {
-    testhttp::WriteAll(fd, kOk);
-    testhttp::WriteAll(fd, Chunk(Frame(1, absl::StrCat(kT1, " hello\n")) + Frame(2, absl::StrCat(kT2, " oops\n"))));
+    testhttp::WriteAll(fd, testhttp::kChunkedOk);
+    testhttp::WriteAll(fd, testhttp::Chunk(Frame(1, absl::StrCat(kT1, " hello\n")) + Frame(2, absl::StrCat(kT2, " oops\n"))));
     // A line longer than a read, and a partial message the next one ends.
-    testhttp::WriteAll(fd, Chunk(Frame(1, absl::StrCat(kT3, " part"))));
-    testhttp::WriteAll(fd, Chunk(Frame(1, absl::StrCat(kT3, " rest\n"))));
-    testhttp::WriteAll(fd, kEnd);
+    testhttp::WriteAll(fd, testhttp::Chunk(Frame(1, absl::StrCat(kT3, " part"))));
+    testhttp::WriteAll(fd, testhttp::Chunk(Frame(1, absl::StrCat(kT3, " rest\n"))));
+    testhttp::WriteAll(fd, testhttp::kChunkedEnd);
   });
   copier_->Follow("c1", path_, /*tty=*/false);
   EXPECT_TRUE(FileHolds(absl::StrCat(kT1, " stdout F hello\n", kT2, " stderr F oops\n", kT3, " stdout P part\n", kT3,
@@ -143,10 +135,10 @@ TEST_F(LogCopierTest, WritesBothStreamsAsCriLines) {
 
 TEST_F(LogCopierTest, TtyOutputIsOneStreamOfLines) {
   Serve([](int fd, int) {
-    testhttp::WriteAll(fd, kOk);
-    testhttp::WriteAll(fd, Chunk(absl::StrCat(kT1, " $ ls\r\n", kT2, " a")));
-    testhttp::WriteAll(fd, Chunk(absl::StrCat("b\r\n")));
-    testhttp::WriteAll(fd, kEnd);
+    testhttp::WriteAll(fd, testhttp::kChunkedOk);
+    testhttp::WriteAll(fd, testhttp::Chunk(absl::StrCat(kT1, " $ ls\r\n", kT2, " a")));
+    testhttp::WriteAll(fd, testhttp::Chunk(absl::StrCat("b\r\n")));
+    testhttp::WriteAll(fd, testhttp::kChunkedEnd);
   });
   copier_->Follow("c1", path_, /*tty=*/true);
   EXPECT_TRUE(FileHolds(absl::StrCat(kT1, " stdout F $ ls\r\n", kT2, " stdout F ab\r\n"))) << ReadFile(path_);
@@ -158,9 +150,9 @@ TEST_F(LogCopierTest, ResumesAfterWhatTheFileHoldsWithoutDuplicates) {
   std::ofstream(path_) << kT1 << " stdout F one\n" << kT2 << " stdout P 1234\n" << kT2 << " stdout P 5678\n" << kT2
                        << " stdout F ab";
   Serve([](int fd, int) {
-    testhttp::WriteAll(fd, kOk);
-    testhttp::WriteAll(fd, Chunk(Frame(1, absl::StrCat(kT2, " 12345678ab\n")) + Frame(2, absl::StrCat(kT3, " two\n"))));
-    testhttp::WriteAll(fd, kEnd);
+    testhttp::WriteAll(fd, testhttp::kChunkedOk);
+    testhttp::WriteAll(fd, testhttp::Chunk(Frame(1, absl::StrCat(kT2, " 12345678ab\n")) + Frame(2, absl::StrCat(kT3, " two\n"))));
+    testhttp::WriteAll(fd, testhttp::kChunkedEnd);
   });
   // The encoder cuts at 16 KiB, so the resumed message gives a single F line here; the
   // two P lines at T2 are what the file already holds and are skipped from it.
@@ -178,9 +170,9 @@ TEST_F(LogCopierTest, AfterARotationResumesAfterTheNewestRotatedFile) {
   std::ofstream(path_ + ".20261201-110000") << kT1 << " stdout F one\n" << kT2 << " stdout F two\n";
   std::ofstream(path_).close();
   Serve([](int fd, int) {
-    testhttp::WriteAll(fd, kOk);
-    testhttp::WriteAll(fd, Chunk(Frame(1, absl::StrCat(kT2, " two\n")) + Frame(1, absl::StrCat(kT3, " three\n"))));
-    testhttp::WriteAll(fd, kEnd);
+    testhttp::WriteAll(fd, testhttp::kChunkedOk);
+    testhttp::WriteAll(fd, testhttp::Chunk(Frame(1, absl::StrCat(kT2, " two\n")) + Frame(1, absl::StrCat(kT3, " three\n"))));
+    testhttp::WriteAll(fd, testhttp::kChunkedEnd);
   });
   copier_->Follow("c1", path_, false);
   EXPECT_TRUE(FileHolds(absl::StrCat(kT3, " stdout F three\n"))) << ReadFile(path_);
@@ -189,14 +181,14 @@ TEST_F(LogCopierTest, AfterARotationResumesAfterTheNewestRotatedFile) {
 
 TEST_F(LogCopierTest, ABrokenStreamResumesWhereItStopped) {
   Serve([](int fd, int index) {
-    testhttp::WriteAll(fd, kOk);
+    testhttp::WriteAll(fd, testhttp::kChunkedOk);
     if (index == 0) {
       // dockerd restarting: the connection drops in the middle of the body.
-      testhttp::WriteAll(fd, Chunk(Frame(1, absl::StrCat(kT1, " one\n"))));
+      testhttp::WriteAll(fd, testhttp::Chunk(Frame(1, absl::StrCat(kT1, " one\n"))));
       return;
     }
-    testhttp::WriteAll(fd, Chunk(Frame(1, absl::StrCat(kT1, " one\n")) + Frame(1, absl::StrCat(kT2, " two\n"))));
-    testhttp::WriteAll(fd, kEnd);
+    testhttp::WriteAll(fd, testhttp::Chunk(Frame(1, absl::StrCat(kT1, " one\n")) + Frame(1, absl::StrCat(kT2, " two\n"))));
+    testhttp::WriteAll(fd, testhttp::kChunkedEnd);
   });
   copier_->Follow("c1", path_, false);
   EXPECT_TRUE(FileHolds(absl::StrCat(kT1, " stdout F one\n", kT2, " stdout F two\n"))) << ReadFile(path_);
@@ -213,10 +205,10 @@ TEST_F(LogCopierTest, AfterTheFollowedStreamEndsReadsWhatDockerStoredLast) {
   // read the last message (output without a trailing newline, logged at the close of
   // the container's stdout); a read without follow has it.
   Serve([](int fd, int index) {
-    testhttp::WriteAll(fd, kOk);
-    testhttp::WriteAll(fd, Chunk(Frame(1, absl::StrCat(kT1, " abc\n"))));
-    if (index > 0) testhttp::WriteAll(fd, Chunk(Frame(1, absl::StrCat(kT2, " def"))));
-    testhttp::WriteAll(fd, kEnd);
+    testhttp::WriteAll(fd, testhttp::kChunkedOk);
+    testhttp::WriteAll(fd, testhttp::Chunk(Frame(1, absl::StrCat(kT1, " abc\n"))));
+    if (index > 0) testhttp::WriteAll(fd, testhttp::Chunk(Frame(1, absl::StrCat(kT2, " def"))));
+    testhttp::WriteAll(fd, testhttp::kChunkedEnd);
   });
   copier_->Follow("c1", path_, false);
   ASSERT_TRUE(Eventually([&] { return Targets().size() == 2; }));
@@ -230,11 +222,11 @@ TEST_F(LogCopierTest, AfterTheFollowedStreamEndsReadsWhatDockerStoredLast) {
 
 TEST_F(LogCopierTest, ReopenMovesTheCopyToANewFileAfterARename) {
   Serve([this](int fd, int) {
-    testhttp::WriteAll(fd, kOk);
-    testhttp::WriteAll(fd, Chunk(Frame(1, absl::StrCat(kT1, " before\n"))));
+    testhttp::WriteAll(fd, testhttp::kChunkedOk);
+    testhttp::WriteAll(fd, testhttp::Chunk(Frame(1, absl::StrCat(kT1, " before\n"))));
     while (!release_) absl::SleepFor(absl::Milliseconds(2));
-    testhttp::WriteAll(fd, Chunk(Frame(1, absl::StrCat(kT2, " after\n"))));
-    testhttp::WriteAll(fd, kEnd);
+    testhttp::WriteAll(fd, testhttp::Chunk(Frame(1, absl::StrCat(kT2, " after\n"))));
+    testhttp::WriteAll(fd, testhttp::kChunkedEnd);
   });
   copier_->Follow("c1", path_, false);
   ASSERT_TRUE(FileHolds(absl::StrCat(kT1, " stdout F before\n")));
@@ -251,10 +243,10 @@ TEST_F(LogCopierTest, AVanishedLogDirectoryBreaksOnlyItsOwnCopy) {
   const std::string other = root_ + "/pod/other/0.log";
   fs::create_directories(fs::path(other).parent_path());
   Serve([this](int fd, int) {
-    testhttp::WriteAll(fd, kOk);
+    testhttp::WriteAll(fd, testhttp::kChunkedOk);
     while (!release_) absl::SleepFor(absl::Milliseconds(2));
-    testhttp::WriteAll(fd, Chunk(Frame(1, absl::StrCat(kT1, " line\n"))));
-    testhttp::WriteAll(fd, kEnd);
+    testhttp::WriteAll(fd, testhttp::Chunk(Frame(1, absl::StrCat(kT1, " line\n"))));
+    testhttp::WriteAll(fd, testhttp::kChunkedEnd);
   });
   copier_->Follow("gone", path_, false);
   copier_->Follow("fine", other, false);
@@ -277,10 +269,10 @@ TEST_F(LogCopierTest, ARemovedContainerEndsItsCopyWithoutRetrying) {
 
 TEST_F(LogCopierTest, AwaitFinishedWaitsForTheEndOfDockersStream) {
   Serve([this](int fd, int) {
-    testhttp::WriteAll(fd, kOk);
+    testhttp::WriteAll(fd, testhttp::kChunkedOk);
     while (!release_) absl::SleepFor(absl::Milliseconds(2));
-    testhttp::WriteAll(fd, Chunk(Frame(1, absl::StrCat(kT1, " last words\n"))));
-    testhttp::WriteAll(fd, kEnd);
+    testhttp::WriteAll(fd, testhttp::Chunk(Frame(1, absl::StrCat(kT1, " last words\n"))));
+    testhttp::WriteAll(fd, testhttp::kChunkedEnd);
   });
   EXPECT_TRUE(copier_->AwaitFinished("c1", absl::Seconds(1))) << "a container not copied has nothing to wait for";
   copier_->Follow("c1", path_, false);
@@ -294,7 +286,7 @@ TEST_F(LogCopierTest, AwaitFinishedWaitsForTheEndOfDockersStream) {
 
 TEST_F(LogCopierTest, StopEndsFollowedStreams) {
   Serve([this](int fd, int) {
-    testhttp::WriteAll(fd, kOk);
+    testhttp::WriteAll(fd, testhttp::kChunkedOk);
     char byte;
     while (!release_ && ::recv(fd, &byte, 1, MSG_DONTWAIT) != 0) absl::SleepFor(absl::Milliseconds(2));
   });
@@ -406,9 +398,9 @@ TEST_F(LogCopierFileTest, ResumesAfterARestartFromTheLastLineAcrossRotatedFiles)
 
 TEST_F(LogCopierFileTest, ATruncatedJsonFileFallsBackToTheApiAfterTheLastLine) {
   Serve([](int fd, int) {
-    testhttp::WriteAll(fd, kOk);
-    testhttp::WriteAll(fd, Chunk(Frame(1, absl::StrCat(kT1, " one\n")) + Frame(1, absl::StrCat(kT2, " two\n"))));
-    testhttp::WriteAll(fd, kEnd);
+    testhttp::WriteAll(fd, testhttp::kChunkedOk);
+    testhttp::WriteAll(fd, testhttp::Chunk(Frame(1, absl::StrCat(kT1, " one\n")) + Frame(1, absl::StrCat(kT2, " two\n"))));
+    testhttp::WriteAll(fd, testhttp::kChunkedEnd);
   });
   Docker(JsonEntry(kT1, "one\n"));
   copier_->Follow("c1", path_, false, json_);
@@ -423,9 +415,9 @@ TEST_F(LogCopierFileTest, ATruncatedJsonFileFallsBackToTheApiAfterTheLastLine) {
 
 TEST_F(LogCopierFileTest, AMissingJsonFileUsesTheApi) {
   Serve([](int fd, int) {
-    testhttp::WriteAll(fd, kOk);
-    testhttp::WriteAll(fd, Chunk(Frame(1, absl::StrCat(kT1, " one\n"))));
-    testhttp::WriteAll(fd, kEnd);
+    testhttp::WriteAll(fd, testhttp::kChunkedOk);
+    testhttp::WriteAll(fd, testhttp::Chunk(Frame(1, absl::StrCat(kT1, " one\n"))));
+    testhttp::WriteAll(fd, testhttp::kChunkedEnd);
   });
   copier_->Follow("c1", path_, false, root_ + "/docker/none/none-json.log");
   EXPECT_TRUE(FileHolds(absl::StrCat(kT1, " stdout F one\n"))) << ReadFile(path_);
@@ -434,9 +426,9 @@ TEST_F(LogCopierFileTest, AMissingJsonFileUsesTheApi) {
 
 TEST_F(LogCopierFileTest, TheApiOnlyWhenFilesAreNotToBeRead) {
   Serve([](int fd, int) {
-    testhttp::WriteAll(fd, kOk);
-    testhttp::WriteAll(fd, Chunk(Frame(1, absl::StrCat(kT1, " api\n"))));
-    testhttp::WriteAll(fd, kEnd);
+    testhttp::WriteAll(fd, testhttp::kChunkedOk);
+    testhttp::WriteAll(fd, testhttp::Chunk(Frame(1, absl::StrCat(kT1, " api\n"))));
+    testhttp::WriteAll(fd, testhttp::kChunkedEnd);
   });
   CopierOptions options;
   options.docker_socket_path = server_->path();

@@ -13,6 +13,7 @@
 #include <memory>
 #include <mutex>
 #include <optional>
+#include <sstream>
 #include <string>
 #include <string_view>
 #include <thread>
@@ -25,6 +26,16 @@
 #include "absl/strings/str_split.h"
 
 namespace testhttp {
+
+// A streamed answer (logs, events) written piece by piece: the head of a chunked 200,
+// each piece as a chunk, and the body's end.
+inline constexpr std::string_view kChunkedOk = "HTTP/1.1 200 OK\r\nTransfer-Encoding: chunked\r\n\r\n";
+inline constexpr std::string_view kChunkedEnd = "0\r\n\r\n";
+inline std::string Chunk(std::string_view data) {
+  std::ostringstream size;
+  size << std::hex << data.size();
+  return absl::StrCat(size.str(), "\r\n", std::string(data), "\r\n");
+}
 
 struct ReceivedRequest {
   std::string method, target, head, body;
