@@ -65,6 +65,22 @@ std::string StateText(const State& state) {
   return j.dump(2) + "\n";
 }
 
+struct Names {
+  const char* name;
+  const char* other;
+};
+Names NamesOf(Direction direction) {
+  switch (direction) {
+    case Direction::kFromCriDockerd:
+      return {kFromName, kToName};
+    case Direction::kToCriDockerd:
+      return {kToName, kFromName};
+    case Direction::kCheckpointsToCriDockerd:
+      return {kCheckpointsName, nullptr};
+  }
+  return {"", nullptr};
+}
+
 class Migration {
  public:
   Migration(const MigrateOptions& options, System& system, std::ostream& out)
@@ -88,29 +104,9 @@ class Migration {
   }
   bool check_passed() const { return check_passed_; }
   bool changed() const { return changed_; }
-  const char* name() const {
-    switch (options_.direction) {
-      case Direction::kFromCriDockerd:
-        return kFromName;
-      case Direction::kToCriDockerd:
-        return kToName;
-      case Direction::kCheckpointsToCriDockerd:
-        return kCheckpointsName;
-    }
-    return "";
-  }
+  const char* name() const { return NamesOf(options_.direction).name; }
   // The switch back, or none (the hand-over alone is not a switch).
-  const char* other_name() const {
-    switch (options_.direction) {
-      case Direction::kFromCriDockerd:
-        return kToName;
-      case Direction::kToCriDockerd:
-        return kFromName;
-      case Direction::kCheckpointsToCriDockerd:
-        return nullptr;
-    }
-    return nullptr;
-  }
+  const char* other_name() const { return NamesOf(options_.direction).other; }
 
  private:
   absl::Status FromCriDockerd();

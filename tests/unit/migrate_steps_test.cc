@@ -453,7 +453,7 @@ TEST_F(MigrateStepsTest, ToCriDockerdHandsOurCheckpointsOverToCriDockerd) {
   auto ours = [&](const std::string& id, const std::string& adopted_from) {
     return dir_.Write("var/lib/dockershim/sandbox/" + id, EncodeCheckpoint(pod(id, adopted_from)));
   };
-  auto theirs = [&](const std::string& id) { return (dir_ / "var/lib/cri-dockerd/sandbox" / id).string(); };
+  auto theirs = [&](const std::string& id) { return dir_ / ("var/lib/cri-dockerd/sandbox/" + id); };
   const std::string adopted = ours("adopted", kAdoptedFromCriDockerd);
   const std::string orphan = ours("orphan", kAdoptedFromCriDockerd);
   const std::string web = ours("web", "");
@@ -475,7 +475,7 @@ TEST_F(MigrateStepsTest, ToCriDockerdHandsOurCheckpointsOverToCriDockerd) {
   EXPECT_FALSE(fs::exists(theirs("web")));
 
   ASSERT_EQ(Run(*node, Direction::kToCriDockerd), 0) << out_.str() << err_.str();
-  for (const std::string& id : {"labels", "orphan", "web"}) {
+  for (const std::string id : {"labels", "orphan", "web"}) {
     EXPECT_THAT(node->actions, ::testing::Contains(absl::StrCat("write ", theirs(id)))) << id;
     const std::optional<std::string> text = common::ReadWholeFile(theirs(id));
     ASSERT_TRUE(text) << id;
@@ -504,7 +504,7 @@ TEST_F(MigrateStepsTest, CheckpointHandOverInterruptedIsFinishedByARerun) {
   c.namespace_ = "ns";
   c.port_mappings = {{"tcp", 80, 8080, ""}};
   const std::string ours = dir_.Write("dockershim/sandbox/web", EncodeCheckpoint(c));
-  const std::string theirs = (dir_ / "cri-dockerd/sandbox/web").string();
+  const std::string theirs = dir_ / "cri-dockerd/sandbox/web";
   paths_.dockershim_root = dir_ / "dockershim";
   paths_.cri_dockerd_root = dir_ / "cri-dockerd";
   std::unique_ptr<FakeNode> node = Node();
