@@ -20,12 +20,14 @@ std::string ErrnoText(int err) { return std::generic_category().message(err); }
 
 }  // namespace
 
-absl::Status WriteFileAtomically(const std::string& path, const std::string& data, mode_t mode) {
-  const std::string dir = std::filesystem::path(path).parent_path().string();
+absl::Status WriteFileAtomically(const std::string& path, const std::string& data, mode_t mode, bool hidden_temp) {
+  const std::filesystem::path target(path);
+  const std::string dir = target.parent_path().string();
   std::error_code ec;
   std::filesystem::create_directories(dir, ec);
   if (ec) return absl::InternalError(absl::StrCat("cannot create ", dir, ": ", ec.message()));
-  std::string tmp = path + ".tmp.XXXXXX";
+  std::string tmp = hidden_temp ? (target.parent_path() / ("." + target.filename().string() + ".XXXXXX")).string()
+                                : path + ".tmp.XXXXXX";
   int fd = ::mkostemp(tmp.data(), O_CLOEXEC);
   if (fd < 0) return absl::InternalError(absl::StrCat("cannot create a file in ", dir, ": ", ErrnoText(errno)));
   int err = mode != 0600 && ::fchmod(fd, mode) != 0 ? errno : 0;

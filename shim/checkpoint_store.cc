@@ -8,8 +8,9 @@
 // cri-dockerd checkpoints ({"version":"v1","name":..,"namespace":..,
 // "data":{"port_mappings":[..],"host_network":bool},"checksum":<uint>}) live in
 // <cri-dockerd root>/sandbox/<id>, or in ours when both roots are one directory. Their
-// checksum is FNV-32a over a go-spew dump of Go structures, which cannot be reproduced
-// reliably here, so it is not verified; the JSON shape is. Such a file is imported
+// checksum (FNV-32a over a go-spew dump of its Go structures) is not verified on
+// import, the JSON shape is; EncodeCriDockerdCheckpoint computes it for the files the
+// switch back to cri-dockerd writes. Such a file is imported
 // read-only: its port mappings and host_network are used, network_plugin is "cni" and
 // network_name is empty (until adoption finds the network in the CNI cache). It is
 // left untouched, so switching back to cri-dockerd keeps working: in cri-dockerd's
@@ -427,6 +428,71 @@ absl::StatusOr<SandboxCheckpoint> DecodeCheckpoint(const std::string& text) {
   if (!decoded.ok()) return absl::InvalidArgumentError(absl::StrCat("checkpoint data: ", decoded.status().message()));
   if (decoded->sandbox_id.empty()) return absl::InvalidArgumentError("checkpoint data has no sandbox_id");
   return decoded;
+}
+
+namespace {
+
+// cri-dockerd's checksum (its store/checksum.go): FNV-1a 32 over go-spew's "%#v" of the
+// checkpoint's Data, a core.CheckpointData value, printed with spew's types and
+// DisableMethods; its pointers print as "<*>" inside a slice, "(*T)" as fields.
+uint32_t CriDockerdChecksum(const SandboxCheckpoint& c) {
+  std::string dump = "(core.CheckpointData){PortMappings:([]*config.PortMapping)";
+  if (c.port_mappings.empty()) {
+    absl::StrAppend(&dump, "<nil>");  // omitted from the JSON, so nil once read back
+  } else {
+    absl::StrAppend(&dump, "[");
+    for (size_t i = 0; i < c.port_mappings.size(); ++i) {
+      const network::PortMapping& pm = c.port_mappings[i];
+      absl::StrAppend(&dump, i == 0 ? "" : " ", "<*>{Protocol:(*config.Protocol)", pm.protocol,
+                      " ContainerPort:(*int32)", pm.container_port, " HostPort:(*int32)", pm.host_port,
+                      " HostIP:(string)", pm.host_ip, "}");
+    }
+    absl::StrAppend(&dump, "]");
+  }
+  absl::StrAppend(&dump, " HostNetwork:(bool)", c.host_network ? "true" : "false", "}");
+  uint32_t hash = 2166136261u;
+  for (unsigned char byte : dump) hash = (hash ^ byte) * 16777619u;
+  return hash;
+}
+
+}  // namespace
+
+std::string EncodeCriDockerdCheckpoint(const SandboxCheckpoint& c) {
+  // Go's encoding/json order (the structs' fields) and its omitempty fields.
+  using ordered = nlohmann::ordered_json;
+  ordered data = ordered::object();
+  if (!c.port_mappings.empty()) {
+    ordered ports = ordered::array();
+    for (const network::PortMapping& pm : c.port_mappings) {
+      ordered port = {{"protocol", pm.protocol}, {"container_port", pm.container_port}, {"host_port", pm.host_port}};
+      if (!pm.host_ip.empty()) port["host_ip"] = pm.host_ip;
+      ports.push_back(std::move(port));
+    }
+    data["port_mappings"] = std::move(ports);
+  }
+  if (c.host_network) data["host_network"] = true;
+  const ordered doc = {{"version", kCriDockerdVersion},
+                       {"name", c.name},
+                       {"namespace", c.namespace_},
+                       {"data", std::move(data)},
+                       {"checksum", CriDockerdChecksum(c)}};
+  // Go escapes <, > and & in strings; they appear nowhere else in the text.
+  std::string text;
+  for (char ch : doc.dump(-1, ' ', false, json::error_handler_t::replace)) {
+    if (ch == '<') text += "\\u003c";
+    else if (ch == '>') text += "\\u003e";
+    else if (ch == '&') text += "\\u0026";
+    else text += ch;
+  }
+  return text;
+}
+
+absl::StatusOr<SandboxCheckpoint> DecodeCriDockerdCheckpoint(const std::string& text, const std::string& sandbox_id) {
+  ASSIGN_OR_RETURN(json doc, ParseJson(text));
+  if (!LooksLikeCriDockerd(doc)) {
+    return absl::InvalidArgumentError("not a cri-dockerd checkpoint (version \"v1\" and a numeric checksum)");
+  }
+  return ImportCriDockerd(doc, sandbox_id);
 }
 
 namespace {

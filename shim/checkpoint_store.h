@@ -4,7 +4,8 @@
 // written atomically (temp + fsync + rename + fsync dir) and carry a checksum; a
 // corrupt or unknown file is logged and moved aside (<id>.corrupt), never fatal.
 //
-// cri-dockerd's checkpoints (<cri-dockerd root>/sandbox/<id>) are read, never written:
+// cri-dockerd's checkpoints (<cri-dockerd root>/sandbox/<id>) are read, never written
+// by the store (the switch back to cri-dockerd writes them, shim/migrate):
 // a sandbox with no checkpoint of ours is imported from there (its port mappings and
 // host network flag), so a node can switch from cri-dockerd and back. When both roots
 // are one directory (how nodes were set up before the two were told apart), a
@@ -126,5 +127,13 @@ class CheckpointStore {
 // Serialization, exposed for tests: JSON {"version":"dockershim/v1","data":{...},"checksum":"crc32:<hex>"}.
 std::string EncodeCheckpoint(const SandboxCheckpoint& checkpoint);
 absl::StatusOr<SandboxCheckpoint> DecodeCheckpoint(const std::string& text);
+
+// cri-dockerd's own checkpoint of the pod (its PodSandboxCheckpoint), byte for byte as
+// cri-dockerd v0.4.3 writes it, with the checksum its reads verify: the name, the
+// namespace, the port mappings and the host-network flag; nothing else of ours.
+std::string EncodeCriDockerdCheckpoint(const SandboxCheckpoint& checkpoint);
+// A cri-dockerd checkpoint's text, imported as the store reads it (the checksum is
+// not verified).
+absl::StatusOr<SandboxCheckpoint> DecodeCriDockerdCheckpoint(const std::string& text, const std::string& sandbox_id);
 
 }  // namespace shim

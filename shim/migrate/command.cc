@@ -26,7 +26,16 @@ int MigrateCommand(int argc, char** argv) {
                                   "stop cri-dockerd, start dockershim with its settings on its socket, check the pods");
   auto* to = app.add_subcommand("to-cri-dockerd",
                                 "stop dockershim, give the containers' logs back to cri-dockerd, start it, check the pods");
-  for (CLI::App* sub : {from, to})
+  auto* checkpoints = app.add_subcommand(
+      "checkpoints-to-cri-dockerd",
+      "with dockershim stopped, hand its checkpoints over to cri-dockerd as to-cri-dockerd does: for a switch made "
+      "by hand, without systemd");
+  checkpoints->add_option("--root-directory", options.paths.dockershim_root, "dockershim's root directory")
+      ->capture_default_str();
+  checkpoints->add_option("--cri-dockerd-root-directory", options.paths.cri_dockerd_root,
+                          "cri-dockerd's root directory")
+      ->capture_default_str();
+  for (CLI::App* sub : {from, to, checkpoints})
     sub->add_flag("--dry-run", options.dry_run, "say what would be done, change nothing");
   try {
     app.parse(argc, argv);
@@ -34,11 +43,16 @@ int MigrateCommand(int argc, char** argv) {
     const int code = app.exit(e);  // prints the help, or the error
     return code == 0 ? 0 : 2;
   }
-  options.direction = to->parsed() ? Direction::kToCriDockerd : Direction::kFromCriDockerd;
+  options.direction = to->parsed()            ? Direction::kToCriDockerd
+                      : checkpoints->parsed() ? Direction::kCheckpointsToCriDockerd
+                                              : Direction::kFromCriDockerd;
   // The command says what it does itself; the libraries' INFO lines are not for its reader.
   common::SetLogLevel(common::LogLevel::kWarning);
   if (!options.dry_run && ::geteuid() != 0) {
-    std::cerr << "dockershim migrate: run it as root (it stops and starts systemd units); --dry-run needs no root\n";
+    std::cerr << "dockershim migrate: run it as root ("
+              << (checkpoints->parsed() ? "it writes in the runtimes' root directories"
+                                        : "it stops and starts systemd units")
+              << "); --dry-run needs no root\n";
     return 1;
   }
 

@@ -12,7 +12,7 @@
 #include "common/files.h"
 #include "common/status.h"
 #include "nlohmann/json.hpp"
-#include "shim/migrate/adopted_checkpoints.h"
+#include "shim/migrate/checkpoint_handover.h"
 #include "shim/migrate/installation.h"
 #include "shim/migrate/node_files.h"
 
@@ -22,6 +22,7 @@ namespace {
 
 constexpr char kFromName[] = "from-cri-dockerd";
 constexpr char kToName[] = "to-cri-dockerd";
+constexpr char kCheckpointsName[] = "checkpoints-to-cri-dockerd";
 constexpr absl::Duration kSnapshotTimeout = absl::Seconds(30);
 
 // The file's last change; InfinitePast when it is absent.
@@ -64,21 +65,54 @@ std::string StateText(const State& state) {
   return j.dump(2) + "\n";
 }
 
+struct Names {
+  const char* name;
+  const char* other;
+};
+Names NamesOf(Direction direction) {
+  switch (direction) {
+    case Direction::kFromCriDockerd:
+      return {kFromName, kToName};
+    case Direction::kToCriDockerd:
+      return {kToName, kFromName};
+    case Direction::kCheckpointsToCriDockerd:
+      return {kCheckpointsName, nullptr};
+  }
+  return {"", nullptr};
+}
+
 class Migration {
  public:
   Migration(const MigrateOptions& options, System& system, std::ostream& out)
       : options_(options), sys_(system), out_(out) {}
 
   // OK when the steps ran (or would run); whether the check passed is check_passed().
-  absl::Status Run() { return options_.direction == Direction::kFromCriDockerd ? FromCriDockerd() : ToCriDockerd(); }
+  absl::Status Run() {
+    switch (options_.direction) {
+      case Direction::kFromCriDockerd:
+        return FromCriDockerd();
+      case Direction::kToCriDockerd:
+        return ToCriDockerd();
+      case Direction::kCheckpointsToCriDockerd:
+        out_ << (options_.dry_run ? "Would hand" : "Handing") << " dockershim's checkpoints ("
+             << options_.paths.dockershim_root << ") over to cri-dockerd (" << options_.paths.cri_dockerd_root
+             << "):\n";
+        check_passed_ = true;  // nothing to check: no runtime was switched
+        return HandOverCheckpoints(options_.paths.cri_dockerd_root);
+    }
+    return absl::InternalError("unknown direction");
+  }
   bool check_passed() const { return check_passed_; }
   bool changed() const { return changed_; }
-  const char* name() const { return options_.direction == Direction::kFromCriDockerd ? kFromName : kToName; }
-  const char* other_name() const { return options_.direction == Direction::kFromCriDockerd ? kToName : kFromName; }
+  const char* name() const { return NamesOf(options_.direction).name; }
+  // The switch back, or none (the hand-over alone is not a switch).
+  const char* other_name() const { return NamesOf(options_.direction).other; }
 
  private:
   absl::Status FromCriDockerd();
   absl::Status ToCriDockerd();
+  // dockershim's checkpoints to cri-dockerd (checkpoint_handover.h), with dockershim stopped.
+  absl::Status HandOverCheckpoints(const std::string& cri_dockerd_root);
 
   // Prints the step; runs `act` unless it is done already or this is a dry run.
   absl::Status Step(const std::string& what, bool done, const std::function<absl::Status()>& act) {
@@ -398,18 +432,8 @@ absl::Status Migration::ToCriDockerd() {
   if (linked > 0) out_ << "  already  " << linked << " container logs link to Docker's json log\n";
   if (to_link == 0 && linked == 0) out_ << "  already  no running container's log to link\n";
 
-  // dockershim has stopped: it adopts no pod any more.
-  const std::vector<std::string> adopted =
-      AdoptedCheckpoints(options_.paths.dockershim_root, cri.flags.root_directory);
-  if (!adopted.empty()) {
-    RETURN_IF_ERROR(Step(absl::StrCat("remove dockershim's checkpoints of ", adopted.size(),
-                                      " pods adopted from cri-dockerd (cri-dockerd's own checkpoints are theirs "
-                                      "again; a later switch adopts them again)"),
-                         false, [&]() -> absl::Status {
-                           for (const std::string& path : adopted) RETURN_IF_ERROR(sys_.RemoveFile(path));
-                           return absl::OkStatus();
-                         }));
-  }
+  // dockershim has stopped: nothing writes its checkpoints any more.
+  RETURN_IF_ERROR(HandOverCheckpoints(cri.flags.root_directory));
 
   RETURN_IF_ERROR(Start(cri_units));
   if (ours.socket_path != cri.socket_path) {
@@ -420,6 +444,31 @@ absl::Status Migration::ToCriDockerd() {
   return absl::OkStatus();
 }
 
+absl::Status Migration::HandOverCheckpoints(const std::string& cri_dockerd_root) {
+  const CheckpointHandover handover = PlanCheckpointHandover(options_.paths.dockershim_root, cri_dockerd_root);
+  for (const std::string& left : handover.left) out_ << "  note     " << left << "\n";
+  for (const CheckpointHandover::Write& w : handover.writes) {
+    // Written before ours goes: a rerun after a kill in between finds it and removes ours.
+    RETURN_IF_ERROR(Step(absl::StrCat("write cri-dockerd's checkpoint ", w.theirs, " of pod ", w.pod.namespace_, "/",
+                                      w.pod.name, " (", w.pod.port_mappings.size(),
+                                      " port mappings, for cri-dockerd to tear down), then remove ", w.ours),
+                         false, [&]() -> absl::Status {
+                           RETURN_IF_ERROR(sys_.WriteCriDockerdFile(w.theirs, w.content));
+                           return sys_.RemoveFile(w.ours);
+                         }));
+  }
+  if (!handover.removals.empty()) {
+    RETURN_IF_ERROR(Step(absl::StrCat("remove dockershim's checkpoints of ", handover.removals.size(),
+                                      " pods that cri-dockerd has a checkpoint of (a later switch adopts them again)"),
+                         false, [&]() -> absl::Status {
+                           for (const std::string& path : handover.removals) RETURN_IF_ERROR(sys_.RemoveFile(path));
+                           return absl::OkStatus();
+                         }));
+  }
+  if (handover.writes.empty() && handover.removals.empty()) out_ << "  already  no checkpoint of dockershim's to hand over\n";
+  return absl::OkStatus();
+}
+
 }  // namespace
 
 int Migrate(const MigrateOptions& options, System& system, std::ostream& out, std::ostream& err) {
@@ -427,10 +476,12 @@ int Migrate(const MigrateOptions& options, System& system, std::ostream& out, st
   if (absl::Status s = migration.Run(); !s.ok()) {
     out << std::flush;
     err << "dockershim migrate " << migration.name() << ": " << s.message() << "\n";
-    if (migration.changed()) {
+    if (migration.changed() && migration.other_name() != nullptr) {
       err << "The switch is half done; no pod was stopped. Run the same command again to finish it, or go back: "
              "dockershim migrate "
           << migration.other_name() << "\n";
+    } else if (migration.changed()) {
+      err << "Part of it is done; no pod was stopped. Run the same command again to finish it.\n";
     }
     return 1;
   }

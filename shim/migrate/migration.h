@@ -16,7 +16,13 @@
 
 namespace shim::migrate {
 
-enum class Direction { kFromCriDockerd, kToCriDockerd };
+enum class Direction {
+  kFromCriDockerd,
+  kToCriDockerd,
+  // Only the hand-over of dockershim's checkpoints that kToCriDockerd does
+  // (checkpoint_handover.h), for a switch made by hand: no unit, no check.
+  kCheckpointsToCriDockerd,
+};
 
 struct Paths {
   std::vector<std::string> unit_dirs = DefaultUnitDirectories();
@@ -24,6 +30,8 @@ struct Paths {
   std::string config = "/etc/dockershim/config.toml";
   std::string state = "/var/lib/dockershim/migrate-state.json";
   std::string dockershim_root = kDockershimRoot;  // its checkpoints (sandbox/<id>)
+  // cri-dockerd's, for kCheckpointsToCriDockerd (a switch takes it from cri-dockerd's flags).
+  std::string cri_dockerd_root = "/var/lib/cri-dockerd";
 };
 
 struct MigrateOptions {

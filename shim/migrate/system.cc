@@ -93,6 +93,10 @@ class NodeSystemImpl : public System {
     return common::WriteFileAtomically(path, content, 0644);
   }
 
+  absl::Status WriteCriDockerdFile(const std::string& path, const std::string& content) override {
+    return common::WriteFileAtomically(path, content, 0600, /*hidden_temp=*/true);
+  }
+
   absl::Status LinkFile(const std::string& existing, const std::string& link) override {
     if (::link(existing.c_str(), link.c_str()) == 0) return absl::OkStatus();
     return absl::InternalError(absl::StrCat("cannot link ", existing, " to ", link, ": ", std::strerror(errno)));

@@ -30,6 +30,9 @@ class System {
   virtual absl::Status Systemctl(const std::string& verb, const std::vector<std::string>& units) = 0;
 
   virtual absl::Status WriteFile(const std::string& path, const std::string& content) = 0;  // atomically
+  // Atomically, as cri-dockerd writes its checkpoints: mode 0600, through a temporary
+  // file whose name starts with '.' (cri-dockerd's listing skips those).
+  virtual absl::Status WriteCriDockerdFile(const std::string& path, const std::string& content) = 0;
   virtual absl::Status LinkFile(const std::string& existing, const std::string& link) = 0;  // a hard link
   virtual absl::Status RemoveFile(const std::string& path) = 0;  // gone already is fine
   virtual absl::Status Relink(const std::string& path, const std::string& target) = 0;  // see log_links.h

@@ -547,6 +547,83 @@ TEST_F(CriDockerdDirectoryTest, SameDirectoryUnderTwoNamesIsShared) {
   }
 }
 
+// The files below are those that cri-dockerd v0.4.3 (the release binary, d969e29) wrote
+// in <its root>/sandbox/ for `crictl runp` of these pod configs on Docker 28.5, byte for
+// byte: its checksums are the expected values (EncodeCriDockerdCheckpoint computes them).
+struct CriDockerdFile {
+  const char* what;
+  SandboxCheckpoint pod;
+  const char* text;
+};
+
+SandboxCheckpoint Pod(const std::string& name, std::vector<network::PortMapping> ports, bool host_network = false) {
+  SandboxCheckpoint c;
+  c.sandbox_id = kId1;
+  c.name = name;
+  c.namespace_ = "hpb";
+  c.uid = "uid-" + name;  // not in cri-dockerd's format
+  c.port_mappings = std::move(ports);
+  c.host_network = host_network;
+  c.ip = "10.98.0.2";  // nor this
+  return c;
+}
+
+const std::vector<CriDockerdFile>& RealCriDockerdFiles() {
+  static const auto* files = new std::vector<CriDockerdFile>{
+      {"no port mapping", Pod("fix-none", {}),
+       R"({"version":"v1","name":"fix-none","namespace":"hpb","data":{},"checksum":2305795928})"},
+      {"one hostPort", Pod("fix-one", {{"tcp", 80, 18090, ""}}),
+       R"({"version":"v1","name":"fix-one","namespace":"hpb","data":{"port_mappings":[{"protocol":"tcp","container_port":80,"host_port":18090}]},"checksum":1336085961})"},
+      {"each protocol, a host IP, a container port only",
+       Pod("fix-multi",
+           {{"tcp", 80, 18091, "127.0.0.1"}, {"udp", 53, 18092, ""}, {"sctp", 9999, 18093, ""}, {"tcp", 8080, 0, ""}}),
+       R"({"version":"v1","name":"fix-multi","namespace":"hpb","data":{"port_mappings":[{"protocol":"tcp","container_port":80,"host_port":18091,"host_ip":"127.0.0.1"},{"protocol":"udp","container_port":53,"host_port":18092},{"protocol":"sctp","container_port":9999,"host_port":18093},{"protocol":"tcp","container_port":8080,"host_port":0}]},"checksum":4177365745})"},
+      {"host network", Pod("fix-hostnet", {{"tcp", 18094, 18094, ""}}, /*host_network=*/true),
+       R"({"version":"v1","name":"fix-hostnet","namespace":"hpb","data":{"port_mappings":[{"protocol":"tcp","container_port":18094,"host_port":18094}],"host_network":true},"checksum":3875010998})"},
+  };
+  return *files;
+}
+
+TEST(CriDockerdCheckpointTest, EncodesAsCriDockerdWritesItsOwn) {
+  for (const CriDockerdFile& file : RealCriDockerdFiles()) {
+    EXPECT_EQ(EncodeCriDockerdCheckpoint(file.pod), file.text) << file.what;
+  }
+}
+
+TEST(CriDockerdCheckpointTest, ReadsBackWhatItWrites) {
+  for (const CriDockerdFile& file : RealCriDockerdFiles()) {
+    absl::StatusOr<SandboxCheckpoint> read = DecodeCriDockerdCheckpoint(file.text, kId1);
+    ASSERT_TRUE(read.ok()) << file.what << ": " << read.status();
+    EXPECT_EQ(read->name, file.pod.name) << file.what;
+    EXPECT_EQ(read->namespace_, file.pod.namespace_) << file.what;
+    EXPECT_EQ(read->port_mappings, file.pod.port_mappings) << file.what;
+    EXPECT_EQ(read->host_network, file.pod.host_network) << file.what;
+    EXPECT_EQ(read->adopted_from, kAdoptedFromCriDockerd) << file.what;
+    EXPECT_EQ(EncodeCriDockerdCheckpoint(*read), file.text) << file.what;
+  }
+  EXPECT_FALSE(DecodeCriDockerdCheckpoint(EncodeCheckpoint(Pod("ours", {})), kId1).ok());
+}
+
+// Every field of the hashed data changes the checksum (the table above fixes its value).
+TEST(CriDockerdCheckpointTest, TheChecksumCoversThePortsAndTheHostNetworkOnly) {
+  auto checksum = [](const SandboxCheckpoint& c) {
+    return json::parse(EncodeCriDockerdCheckpoint(c))["checksum"].get<uint64_t>();
+  };
+  const SandboxCheckpoint base = Pod("p", {{"tcp", 80, 8080, ""}});
+  std::vector<SandboxCheckpoint> changed(6, base);
+  changed[0].port_mappings[0].protocol = "udp";
+  changed[1].port_mappings[0].container_port = 81;
+  changed[2].port_mappings[0].host_port = 8081;
+  changed[3].port_mappings[0].host_ip = "10.0.0.1";
+  changed[4].host_network = true;
+  changed[5].port_mappings.push_back({"tcp", 80, 8080, ""});
+  for (size_t i = 0; i < changed.size(); ++i) EXPECT_NE(checksum(changed[i]), checksum(base)) << i;
+  SandboxCheckpoint renamed = base;
+  renamed.name = "q";
+  renamed.namespace_ = "other";
+  EXPECT_EQ(checksum(renamed), checksum(base));  // cri-dockerd hashes the data only
+}
+
 TEST_F(CheckpointStoreTest, RemoveIsIdempotentAndDropsCache) {
   ASSERT_TRUE(store_->Write(Full(kId1)).ok());
   ASSERT_TRUE(store_->Read(kId1).ok());

@@ -100,6 +100,12 @@ class FakeNode : public System {
       return common::WriteFileAtomically(path, content, 0644);
     });
   }
+  absl::Status WriteCriDockerdFile(const std::string& path, const std::string& content) override {
+    return Act("write " + Short(path), [&] {
+      Touched(path);
+      return common::WriteFileAtomically(path, content, 0600, /*hidden_temp=*/true);
+    });
+  }
   absl::Status LinkFile(const std::string& existing, const std::string& link) override {
     return Act("link " + Short(existing), [&] {
       std::error_code ec;
@@ -423,7 +429,7 @@ TEST_F(MigrateStepsTest, ToCriDockerdLinksTheLogsBackAndRestoresItsSocket) {
   EXPECT_THAT(out_.str(), HasSubstr("cri-dockerd serves the node now"));
 }
 
-TEST_F(MigrateStepsTest, ToCriDockerdRemovesOurCheckpointsOfThePodsAdoptedFromCriDockerd) {
+TEST_F(MigrateStepsTest, ToCriDockerdHandsOurCheckpointsOverToCriDockerd) {
   InstallBoth();
   const std::string cri_root = dir_ / "var/lib/cri-dockerd";
   dir_.Write("etc/systemd/system/cri-docker.service.d/10-root.conf",
@@ -431,37 +437,88 @@ TEST_F(MigrateStepsTest, ToCriDockerdRemovesOurCheckpointsOfThePodsAdoptedFromCr
                           " --container-runtime-endpoint fd:// --cri-dockerd-root-directory=", cri_root, "\n"));
   std::unique_ptr<FakeNode> node = SwitchedNode();
   // What dockershim wrote while it served: pods adopted from cri-dockerd (one whose
-  // cri-dockerd checkpoint is gone), a pod of its own, and a file it does not know.
-  auto ours = [&](const std::string& id, const std::string& adopted_from) {
+  // cri-dockerd checkpoint is gone), pods of its own (one with a hostPort), one adopted
+  // from its labels, and files that are not its checkpoints.
+  auto pod = [&](const std::string& id, const std::string& adopted_from) {
     SandboxCheckpoint c;
     c.sandbox_id = id;
+    c.name = "pod-" + id;
+    c.namespace_ = "ns";
     c.network_plugin = "cni";
     c.ip = "10.88.0.7";
     c.adopted_from = adopted_from;
-    return dir_.Write("var/lib/dockershim/sandbox/" + id, EncodeCheckpoint(c));
+    if (id == "web") c.port_mappings = {{"tcp", 80, 8080, ""}};
+    return c;
   };
+  auto ours = [&](const std::string& id, const std::string& adopted_from) {
+    return dir_.Write("var/lib/dockershim/sandbox/" + id, EncodeCheckpoint(pod(id, adopted_from)));
+  };
+  auto theirs = [&](const std::string& id) { return dir_ / ("var/lib/cri-dockerd/sandbox/" + id); };
   const std::string adopted = ours("adopted", kAdoptedFromCriDockerd);
   const std::string orphan = ours("orphan", kAdoptedFromCriDockerd);
-  const std::string own = ours("own", "");
+  const std::string web = ours("web", "");
   const std::string labels = ours("labels", kAdoptedFromLabels);
   const std::string corrupt = dir_.Write("var/lib/dockershim/sandbox/corrupt", "{");
-  const std::string theirs = dir_.Write("var/lib/cri-dockerd/sandbox/adopted", R"({"version":"v1","data":{}})");
-  dir_.Write("var/lib/cri-dockerd/sandbox/labels", R"({"version":"v1","data":{}})");
-  dir_.Write("var/lib/cri-dockerd/sandbox/own", R"({"version":"v1","data":{}})");
+  const std::string unreadable = ours("unreadable", "");
+  const std::string adopted_theirs = dir_.Write("var/lib/cri-dockerd/sandbox/adopted",
+                                                EncodeCriDockerdCheckpoint(pod("adopted", "")));
+  dir_.Write("var/lib/cri-dockerd/sandbox/unreadable", "{");
 
   ASSERT_EQ(Run(*node, Direction::kToCriDockerd, /*dry_run=*/true), 0) << out_.str() << err_.str();
-  EXPECT_THAT(out_.str(), HasSubstr("would    remove dockershim's checkpoints of 1 pods adopted from cri-dockerd"));
+  EXPECT_THAT(out_.str(), HasSubstr("would    write cri-dockerd's checkpoint " + theirs("web") +
+                                    " of pod ns/pod-web (1 port mappings, for cri-dockerd to tear down), then "
+                                    "remove " + web));
+  EXPECT_THAT(out_.str(), HasSubstr("would    remove dockershim's checkpoints of 1 pods that cri-dockerd has a "
+                                    "checkpoint of"));
+  EXPECT_THAT(out_.str(), HasSubstr("note     " + unreadable + " and " + theirs("unreadable") + " stay"));
   EXPECT_TRUE(fs::exists(adopted));
+  EXPECT_FALSE(fs::exists(theirs("web")));
 
   ASSERT_EQ(Run(*node, Direction::kToCriDockerd), 0) << out_.str() << err_.str();
-  EXPECT_THAT(node->actions, ::testing::Contains(absl::StrCat("remove ", adopted)));
-  EXPECT_FALSE(fs::exists(adopted));
-  EXPECT_TRUE(fs::exists(theirs));  // cri-dockerd's, as it left it
-  for (const std::string& kept : {orphan, own, labels, corrupt}) EXPECT_TRUE(fs::exists(kept)) << kept;
+  for (const std::string id : {"labels", "orphan", "web"}) {
+    EXPECT_THAT(node->actions, ::testing::Contains(absl::StrCat("write ", theirs(id)))) << id;
+    const std::optional<std::string> text = common::ReadWholeFile(theirs(id));
+    ASSERT_TRUE(text) << id;
+    EXPECT_EQ(*text, EncodeCriDockerdCheckpoint(pod(id, ""))) << id;
+    struct stat st {};
+    ASSERT_EQ(::stat(theirs(id).c_str(), &st), 0);
+    EXPECT_EQ(st.st_mode & 0777, 0600u) << "as cri-dockerd writes its own";
+  }
+  for (const std::string& gone : {adopted, orphan, web, labels}) EXPECT_FALSE(fs::exists(gone)) << gone;
+  EXPECT_EQ(TempDir::Read(adopted_theirs), EncodeCriDockerdCheckpoint(pod("adopted", "")));  // as it was
+  for (const std::string& kept : {corrupt, unreadable, theirs("unreadable")}) EXPECT_TRUE(fs::exists(kept)) << kept;
+  for (const auto& entry : fs::directory_iterator(dir_ / "var/lib/cri-dockerd/sandbox"))
+    EXPECT_NE(entry.path().filename().string().front(), '.') << "a temporary file is left";
 
-  // A rerun finds nothing more to remove.
+  // A rerun finds nothing more to hand over.
   ASSERT_EQ(Run(*node, Direction::kToCriDockerd), 0) << out_.str() << err_.str();
-  EXPECT_THAT(out_.str(), Not(HasSubstr("checkpoints of")));
+  EXPECT_THAT(out_.str(), HasSubstr("already  no checkpoint of dockershim's to hand over"));
+}
+
+// kill -9 between the write of cri-dockerd's checkpoint and the removal of ours: the
+// rerun removes ours, and writes cri-dockerd's no more.
+TEST_F(MigrateStepsTest, CheckpointHandOverInterruptedIsFinishedByARerun) {
+  SandboxCheckpoint c;
+  c.sandbox_id = "web";
+  c.name = "web";
+  c.namespace_ = "ns";
+  c.port_mappings = {{"tcp", 80, 8080, ""}};
+  const std::string ours = dir_.Write("dockershim/sandbox/web", EncodeCheckpoint(c));
+  const std::string theirs = dir_ / "cri-dockerd/sandbox/web";
+  paths_.dockershim_root = dir_ / "dockershim";
+  paths_.cri_dockerd_root = dir_ / "cri-dockerd";
+  std::unique_ptr<FakeNode> node = Node();
+  node->fail_at = 1;  // the removal of ours
+  EXPECT_EQ(Run(*node, Direction::kCheckpointsToCriDockerd), 1);
+  EXPECT_THAT(err_.str(), HasSubstr("Run the same command again to finish it"));
+  EXPECT_TRUE(fs::exists(ours));
+  EXPECT_EQ(TempDir::Read(theirs), EncodeCriDockerdCheckpoint(c));
+  node->fail_at = -1;
+  node->actions.clear();
+  ASSERT_EQ(Run(*node, Direction::kCheckpointsToCriDockerd), 0) << out_.str() << err_.str();
+  EXPECT_THAT(node->actions, ElementsAre("remove " + ours));
+  EXPECT_FALSE(fs::exists(ours));
+  EXPECT_EQ(TempDir::Read(theirs), EncodeCriDockerdCheckpoint(c));
 }
 
 TEST_F(MigrateStepsTest, ARerunComparesWithTheSnapshotTakenBeforeTheSwitch) {
