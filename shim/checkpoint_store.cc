@@ -732,16 +732,20 @@ std::vector<std::string> CheckpointStore::Candidates(const std::string& dir) {
   return names;
 }
 
-std::vector<std::string> CheckpointStore::List() {
+std::vector<std::string> CheckpointStore::Ids() {
   std::set<std::string> candidates;
   for (std::string& name : Candidates(dir_)) candidates.insert(std::move(name));
   if (!cri_dockerd_dir_.empty()) {
     for (std::string& name : Candidates(cri_dockerd_dir_)) candidates.insert(std::move(name));
   }
+  return {candidates.begin(), candidates.end()};
+}
+
+std::vector<std::string> CheckpointStore::List() {
   // Only IDs that decode: a corrupt file of ours is set aside here, on first sight.
   std::vector<std::string> ids;
-  for (const std::string& id : candidates) {
-    if (Read(id).ok()) ids.push_back(id);
+  for (std::string& id : Ids()) {
+    if (Read(id).ok()) ids.push_back(std::move(id));
   }
   return ids;
 }

@@ -78,6 +78,9 @@ class CheckpointStore {
   absl::Status Remove(const std::string& sandbox_id);
   // IDs of every readable checkpoint on disk, ours and cri-dockerd's.
   std::vector<std::string> List();
+  // IDs of every checkpoint file on disk, ours and cri-dockerd's, sorted and unread (a
+  // relist reads only those of pods Docker does not list).
+  std::vector<std::string> Ids();
   // Deletes the files set aside as corrupt more than `age` ago; returns their paths.
   std::vector<std::string> RemoveCorruptOlderThan(absl::Duration age);
   // Deletes the temp files of writes a crash interrupted (only safe before serving);

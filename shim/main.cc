@@ -9,6 +9,7 @@
 
 #include "absl/strings/match.h"
 #include "absl/strings/str_split.h"
+#include "absl/synchronization/mutex.h"
 #include "common/log.h"
 #include "common/log_context.h"
 #include "common/signals.h"
@@ -92,6 +93,9 @@ int main(int argc, char** argv) {
   // `dockershim migrate ...`: a command run once on a node, not the daemon.
   if (argc > 1 && std::string_view(argv[1]) == "migrate") return shim::migrate::MigrateCommand(argc - 1, argv + 1);
   shim::memory::TuneMalloc();
+  // Debian's abseil is built without NDEBUG, so every absl::Mutex (gRPC's too) would
+  // keep a lock graph for deadlock detection, a debugging aid paid on every lock.
+  absl::SetMutexDeadlockDetectionMode(absl::OnDeadlockCycle::kIgnore);
   Flags f;
   CLI::App app{"dockershim: a Kubernetes CRI runtime on Docker Engine", "dockershim"};
   app.set_version_flag("--version", std::string("dockershim ") + DOCKERSHIM_VERSION);
@@ -272,8 +276,9 @@ int main(int argc, char** argv) {
     LOG_ERROR << "cannot prepare " << options.root_directory << ": " << s.message();
     return 1;
   }
+  shim::memory::HeapTrimmer heap_trimmer;
   // The workers that run CRI calls (lanes.h); gRPC's threads only hand calls over.
-  shim::dispatch::Dispatcher dispatcher;
+  shim::dispatch::Dispatcher dispatcher(shim::dispatch::DefaultLimits(), [&heap_trimmer] { heap_trimmer.NoteCallEnded(); });
   shim::RuntimeServiceImpl runtime_service(service, grpc_options, dispatcher, &events);
   shim::ImageServiceImpl image_service(service, grpc_options, dispatcher);
 
@@ -288,8 +293,6 @@ int main(int argc, char** argv) {
   builder.RegisterService(&runtime_service);
   builder.RegisterService(&image_service);
   shim::ApplyGrpcLimits(builder);
-  shim::memory::HeapTrimmer heap_trimmer;
-  builder.experimental().SetInterceptorCreators(heap_trimmer.Interceptors());
   std::unique_ptr<grpc::Server> server;
   {
     shim::PrivateUmask private_umask;  // the socket is born 0600, then opened to its group

@@ -154,7 +154,7 @@ void CriService::AppendCheckpointOnlySandboxes(const std::string& id_prefix, con
   // still holds its network until StopPodSandbox; listing it NOTREADY, as
   // cri-dockerd does, lets the kubelet find it and clean up. Its checkpoint may be ours
   // or cri-dockerd's.
-  for (const std::string& id : checkpoints_.List()) {
+  for (const std::string& id : checkpoints_.Ids()) {
     if (present.count(id) > 0 || !absl::StartsWith(id, id_prefix)) continue;
     absl::StatusOr<SandboxCheckpoint> checkpoint = checkpoints_.Read(id);
     if (!checkpoint.ok()) continue;

@@ -26,7 +26,7 @@ absl::Status Expired(const Call& call, Lane lane, absl::Time now, absl::Duration
 
 }  // namespace
 
-Dispatcher::Dispatcher(Limits limits) {
+Dispatcher::Dispatcher(Limits limits, std::function<void()> after_call) : after_call_(std::move(after_call)) {
   for (std::size_t i = 0; i < kLaneCount; ++i) lanes_[i].limits = limits[i];
 }
 
@@ -168,6 +168,7 @@ void Dispatcher::Work(Lane lane, Worker& self) {
     } else {
       next.call->Run();
     }
+    if (after_call_) after_call_();
     lock.lock();
   }
 }

@@ -10,6 +10,7 @@
 // so the threads a burst started do not stay; the most recently idle worker takes
 // the next call, so a steady trickle keeps only the workers it needs.
 #include <condition_variable>
+#include <functional>
 #include <list>
 #include <mutex>
 #include <thread>
@@ -36,7 +37,9 @@ class Call {
 
 class Dispatcher {
  public:
-  explicit Dispatcher(Limits limits = DefaultLimits());
+  // `after_call` runs on the worker after each call it ran or refused (the heap
+  // trimmer notes the end of a burst there).
+  explicit Dispatcher(Limits limits = DefaultLimits(), std::function<void()> after_call = nullptr);
   ~Dispatcher();  // Stop, then Join
   Dispatcher(const Dispatcher&) = delete;
   Dispatcher& operator=(const Dispatcher&) = delete;
@@ -79,6 +82,7 @@ class Dispatcher {
   LaneState& StateOf(Lane lane) { return lanes_[static_cast<std::size_t>(lane)]; }
   void NoteDepth(Lane lane);  // mu_ held
 
+  const std::function<void()> after_call_;
   std::mutex mu_;
   LaneState lanes_[kLaneCount];                   // guarded by mu_
   std::unordered_map<const Call*, Where> queued_;  // guarded by mu_

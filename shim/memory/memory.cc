@@ -49,36 +49,16 @@ void ReleaseStartupPages() {
 
 namespace {
 
-class TrimOnStatus final : public grpc::experimental::Interceptor {
- public:
-  explicit TrimOnStatus(HeapTrimmer& trimmer) : trimmer_(trimmer) {}
-  void Intercept(grpc::experimental::InterceptorBatchMethods* methods) override {
-    if (methods->QueryInterceptionHookPoint(grpc::experimental::InterceptionHookPoints::PRE_SEND_STATUS))
-      trimmer_.NoteCallEnded();
-    methods->Proceed();
-  }
-
- private:
-  HeapTrimmer& trimmer_;
-};
-
-class TrimOnStatusFactory final : public grpc::experimental::ServerInterceptorFactoryInterface {
- public:
-  explicit TrimOnStatusFactory(HeapTrimmer& trimmer) : trimmer_(trimmer) {}
-  grpc::experimental::Interceptor* CreateServerInterceptor(grpc::experimental::ServerRpcInfo*) override {
-    return new TrimOnStatus(trimmer_);
-  }
-
- private:
-  HeapTrimmer& trimmer_;
-};
+void TrimIfWorthIt() {
+  if (::mallinfo2().fordblks >= HeapTrimmer::kTrimWorthBytes) ::malloc_trim(0);
+}
 
 }  // namespace
 
 HeapTrimmer::HeapTrimmer(absl::Duration delay, absl::Duration interval, std::function<void()> trim)
     : delay_(delay),
       interval_(interval),
-      trim_(trim ? std::move(trim) : [] { ::malloc_trim(0); }),
+      trim_(trim ? std::move(trim) : TrimIfWorthIt),
       thread_([this] { Run(); }) {}
 
 HeapTrimmer::~HeapTrimmer() { Stop(); }
@@ -99,12 +79,6 @@ void HeapTrimmer::NoteCallEnded() {
     pending_ = true;
   }
   wake_.notify_one();
-}
-
-std::vector<std::unique_ptr<grpc::experimental::ServerInterceptorFactoryInterface>> HeapTrimmer::Interceptors() {
-  std::vector<std::unique_ptr<grpc::experimental::ServerInterceptorFactoryInterface>> out;
-  out.push_back(std::make_unique<TrimOnStatusFactory>(*this));
-  return out;
 }
 
 void HeapTrimmer::Run() {

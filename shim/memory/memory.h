@@ -4,12 +4,8 @@
 // of calls.
 #include <condition_variable>
 #include <functional>
-#include <memory>
 #include <mutex>
 #include <thread>
-#include <vector>
-
-#include <grpcpp/support/server_interceptor.h>
 
 #include "absl/time/time.h"
 
@@ -28,9 +24,13 @@ void ReleaseStartupPages();
 // Returns freed heap pages to the kernel (malloc_trim) once the calls of a burst have
 // ended: `delay` after the first call that ended since the last trim, and at most
 // once per `delay` + `interval`. One thread, waiting on a condition variable between.
+// The default trim runs only when the heap holds at least kTrimWorthBytes free: at a
+// steady trickle of calls (a relist a second) there is little to give back, and a
+// trim costs a walk of the heap plus page faults when the next call grows it again.
 class HeapTrimmer {
  public:
-  // `trim` is malloc_trim(0) but in tests.
+  static constexpr size_t kTrimWorthBytes = 1 << 20;
+  // `trim` is the default (malloc_trim(0) when worth it) but in tests.
   explicit HeapTrimmer(absl::Duration delay = absl::Seconds(1), absl::Duration interval = absl::Seconds(2),
                        std::function<void()> trim = nullptr);
   ~HeapTrimmer();  // stops and joins
@@ -39,9 +39,6 @@ class HeapTrimmer {
 
   void Stop();
   void NoteCallEnded();
-  // For grpc::ServerBuilder::experimental().SetInterceptorCreators: calls
-  // NoteCallEnded as each call sends its status.
-  std::vector<std::unique_ptr<grpc::experimental::ServerInterceptorFactoryInterface>> Interceptors();
 
  private:
   void Run();

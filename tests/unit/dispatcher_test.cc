@@ -135,6 +135,12 @@ TEST(LanesTest, ShortCallsNeverShareALaneWithCallsThatWaitOnContainersOrRegistri
   EXPECT_EQ(LaneOf("PullImage"), Lane::kPull);
 }
 
+TEST(LanesTest, EveryPodOfAFullNodeCanWaitOutItsGracePeriodAtOnce) {
+  // A drain of a node with maxPods raised to 250: every StopContainer sleeps through
+  // its pod's grace period on a worker of its own, not in rounds of grace periods.
+  EXPECT_GE(DefaultLimits()[static_cast<std::size_t>(Lane::kProcess)].workers, 250);
+}
+
 TEST(DispatcherTest, RunsACallOnAWorkerThread) {
   Dispatcher dispatcher(Small(2, 4));
   TestCall call;
@@ -218,6 +224,29 @@ TEST(DispatcherTest, AQueuedCallWhoseDeadlinePassedIsRefusedWithoutRunning) {
   ASSERT_TRUE(expiring.refusal());
   EXPECT_EQ(expiring.refusal()->code(), absl::StatusCode::kDeadlineExceeded);
   EXPECT_THAT(std::string(expiring.refusal()->message()), HasSubstr("lifecycle"));
+}
+
+TEST(DispatcherTest, AfterCallRunsOnTheWorkerOnceAfterEachCallRanOrWasRefused) {
+  std::atomic<int> after{0};
+  std::atomic<bool> before_end{false};  // a call seen still running when its hook ran
+  absl::Notification gate;
+  TestCall running(&gate), expiring(nullptr, absl::Now() + absl::Milliseconds(50));
+  Dispatcher dispatcher(Small(1, 4), [&] {
+    if (!running.HasEnded()) before_end = true;
+    ++after;
+  });
+  dispatcher.Submit(Lane::kLifecycle, running);
+  ASSERT_TRUE(running.AwaitStarted());
+  dispatcher.Submit(Lane::kLifecycle, expiring);
+  absl::SleepFor(absl::Milliseconds(100));
+  EXPECT_EQ(after.load(), 0) << "nothing ended yet";
+  gate.Notify();
+  ASSERT_TRUE(expiring.AwaitDone());
+  ASSERT_TRUE(expiring.refusal());
+  const absl::Time until = absl::Now() + absl::Seconds(5);
+  while (after.load() < 2 && absl::Now() < until) absl::SleepFor(absl::Milliseconds(5));
+  EXPECT_EQ(after.load(), 2) << "one for the call that ran, one for the one refused on the worker";
+  EXPECT_FALSE(before_end.load());
 }
 
 TEST(DispatcherTest, AWithdrawnCallIsRefusedAtOnceAndARunningOneIsLeftAlone) {
