@@ -25,6 +25,7 @@
 #include "shim/logs/log_copier.h"
 #include "shim/view/container_view.h"
 #include "shim/view/view_client.h"
+#include "tests/unit/eventually.h"
 #include "tests/unit/fake_docker_client.h"
 #include "tests/unit/fake_network.h"
 #include "tests/unit/test_http_server.h"
@@ -32,23 +33,15 @@
 namespace shim {
 namespace {
 
+using testutil::Eventually;
+
 namespace fs = std::filesystem;
 namespace v1 = runtime::v1;
 
 constexpr char kPause[] = "registry.k8s.io/pause:3.10";
 constexpr char kBusybox[] = "busybox:latest";
-constexpr absl::Duration kWait = absl::Seconds(10);
 
 std::string ReadFile(const std::string& path) { return common::ReadWholeFile(path).value_or(""); }
-
-bool Eventually(const std::function<bool()>& done) {
-  const absl::Time until = absl::Now() + kWait;
-  while (absl::Now() < until) {
-    if (done()) return true;
-    absl::SleepFor(absl::Milliseconds(5));
-  }
-  return done();
-}
 
 class StartedWithoutStartContainerTest : public ::testing::TestWithParam<bool /*relist from memory*/> {
  protected:

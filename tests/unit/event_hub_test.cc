@@ -17,6 +17,7 @@
 #include "absl/strings/str_cat.h"
 #include "absl/time/clock.h"
 #include "shim/logs/cri_log.h"
+#include "tests/unit/eventually.h"
 #include "tests/unit/fake_docker_client.h"
 #include "shim/view/container_view.h"
 #include "tests/unit/test_http_server.h"
@@ -24,21 +25,14 @@
 namespace shim::events {
 namespace {
 
+using testutil::Eventually;
+
 namespace v1 = runtime::v1;
 using ::testing::ElementsAre;
 using ::testing::HasSubstr;
 using ::testing::UnorderedElementsAre;
 
 constexpr absl::Duration kWait = absl::Seconds(10);
-
-bool Eventually(const std::function<bool()>& done) {
-  const absl::Time until = absl::Now() + kWait;
-  while (absl::Now() < until) {
-    if (done()) return true;
-    absl::SleepFor(absl::Milliseconds(5));
-  }
-  return done();
-}
 
 // Event times after the hub's first subscription (it follows Docker from then on).
 const int64_t kBase = absl::ToUnixNanos(absl::Now()) + 3600 * int64_t{1000000000};

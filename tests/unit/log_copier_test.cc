@@ -20,16 +20,17 @@
 #include "absl/strings/str_cat.h"
 #include "absl/time/clock.h"
 #include "shim/logs/cri_log.h"
+#include "tests/unit/eventually.h"
 #include "tests/unit/fake_docker_client.h"
 #include "tests/unit/test_http_server.h"
 
 namespace shim::logs {
 namespace {
 
+using testutil::Eventually;
+
 namespace fs = std::filesystem;
 using ::testing::HasSubstr;
-
-constexpr absl::Duration kWait = absl::Seconds(10);
 
 std::string Frame(uint8_t stream, std::string_view payload) {
   std::string frame(8, '\0');
@@ -45,15 +46,6 @@ std::string ReadFile(const std::string& path) {
   std::stringstream all;
   all << in.rdbuf();
   return all.str();
-}
-
-bool Eventually(const std::function<bool()>& done) {
-  const absl::Time until = absl::Now() + kWait;
-  while (absl::Now() < until) {
-    if (done()) return true;
-    absl::SleepFor(absl::Milliseconds(5));
-  }
-  return done();
 }
 
 class LogCopierTest : public ::testing::Test {
