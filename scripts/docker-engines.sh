@@ -152,6 +152,10 @@ start() { # n
     ip addr add "172.31.$(subnet_octet "$n").1/24" dev "$br"
   fi
   ip link set "$br" up
+  # dockerd uses a containerd it finds there instead of starting its own (and the tests
+  # of this engine would run on that one's version and runc).
+  [[ ! -S /run/containerd/containerd.sock ]] ||
+    die "a containerd listens on /run/containerd/containerd.sock: docker $n would use it instead of its own (move it to another --address)"
   mkdir -p "$dir"
   local options
   options=$(runtimes_json "$n")
