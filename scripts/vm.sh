@@ -230,7 +230,9 @@ build() {
     tail -n 30 "$tmp/mmdebstrap.log" >&2
     die "mmdebstrap failed (is $MIRROR reachable? full log above)"
   fi
-  mke2fs -q -t ext4 -L root -d "$tmp/rootfs" "$tmp/rootfs.img" "$IMAGE_SIZE" ||
+  # Its "Creating regular file" goes to stdout even with -q, and build's stdout is the
+  # image's path.
+  mke2fs -q -t ext4 -L root -d "$tmp/rootfs" "$tmp/rootfs.img" "$IMAGE_SIZE" >&2 ||
     die "mke2fs -d failed"
   rm -rf "$tmp/rootfs"
   rm -rf "$dir"
