@@ -4,11 +4,14 @@
 #   scripts/vm-integration.sh [ENGINES]          on the host, as root
 # ENGINES: "20 28c" by default: the guest's own Docker 20.10 (docker.service) and 28.5
 # with the containerd image store beside it (scripts/docker-engines.sh; "28" is 28.5 on
-# overlay2), both on the systemd cgroup driver. On the host it prepares what the guest can
-# reuse instead of redoing it under emulation — the newer engines unpacked
-# (scripts/docker-engines.sh fetch), the test images saved from the host's engine, the
-# registries' storage that already holds them (so run scripts/test-env.sh first) — boots
-# the VM with those shared at the same paths, and runs itself there with --guest.
+# overlay2), all on the systemd cgroup driver. "29" is a Docker 29 built by hand
+# (docs/docker-29.md), only with DOCKERSHIM_ENGINE_29_DIR naming its binaries' directory,
+# which is shared with the guest; it runs on 28.5's unpacked containerd 2.1 and shims.
+# On the host it prepares what the guest can reuse instead of redoing it under emulation —
+# the newer engines unpacked (scripts/docker-engines.sh fetch), the test images saved from
+# the host's engine, the registries' storage that already holds them (so run
+# scripts/test-env.sh first) — boots the VM with those shared at the same paths, and runs
+# itself there with --guest.
 # The test binaries are the host's build (./build, or $BUILD), run from the shared work tree.
 # DOCKERSHIM_VM_TESTS: a ctest -R regex of the tests to run (all integration tests when
 # empty); scripts/test.sh picks the ones that touch cgroups, systemd and the node.
@@ -31,11 +34,13 @@ if ((!guest)); then
   mounts=()
   for engine in $ENGINES; do
     [[ $engine == 20 ]] && continue
-    # A hand-built Docker 29 lives outside the trees shared with the guest.
-    [[ $engine == 29 ]] && die "engine 29 runs on the host only (its binaries are not shared with the VM)"
+    # Refuses 29 without DOCKERSHIM_ENGINE_29_DIR (or with a directory that lacks its binaries).
     scripts/docker-engines.sh fetch "$engine"
     root=$(scripts/docker-engines.sh root "$engine")
-    [[ " ${mounts[*]} " == *" $root:$root "* ]] || mounts+=(--mount "$root:$root")  # 28 and 28c share one
+    [[ " ${mounts[*]} " == *" $root:$root "* ]] || mounts+=(--mount "$root:$root")  # 28, 28c and 29 share one
+    # A hand-built Docker 29: its directory at the same path, which DOCKERSHIM_ENGINE_29_DIR
+    # (passed through to the guest) names there too.
+    if [[ $engine == 29 ]]; then mounts+=(--mount "$DOCKERSHIM_ENGINE_29_DIR:$DOCKERSHIM_ENGINE_29_DIR"); fi
   done
   mkdir -p "$W/vm-share"
   mapfile -t images < <(DOCKER_HOST=unix:///var/run/docker.sock docker images --format '{{.Repository}}:{{.Tag}}' 'dockershim-test/*')
@@ -52,6 +57,26 @@ echo "vm-integration: kernel $(uname -r), cgroup controllers: $(cat /sys/fs/cgro
 
 # The guest's engines on the systemd driver (the newer ones get it from docker-engines.sh).
 export DOCKERSHIM_ENGINES_CGROUP_DRIVER=systemd
+# A dockerd that finds a containerd at /run/containerd/containerd.sock uses it instead of
+# starting its own: the newer engines would run on the guest's containerd 1.6 and runc 1.1
+# (which fails every Docker 29 container) instead of their own. The guest's containerd,
+# 20.10's, moves to another socket for this run (the image keeps the usual one: scripts/vm-kubeadm.sh).
+newer=0
+for engine in $ENGINES; do [[ $engine == 20 ]] || newer=1; done
+if ((newer)) && [[ -S /run/containerd/containerd.sock ]]; then
+  sock=/run/containerd-20/containerd.sock
+  mkdir -p /etc/systemd/system/containerd.service.d /etc/systemd/system/docker.service.d
+  printf '[Service]\nExecStart=\nExecStart=/usr/bin/containerd --address %s\n' "$sock" \
+    >/etc/systemd/system/containerd.service.d/address.conf
+  # shellcheck disable=SC2016 # $DOCKER_OPTS is systemd's to expand
+  printf '[Service]\nExecStart=\nExecStart=/usr/sbin/dockerd -H fd:// --containerd=%s $DOCKER_OPTS\n' "$sock" \
+    >/etc/systemd/system/docker.service.d/containerd.conf
+  systemctl daemon-reload
+  systemctl stop docker.service docker.socket containerd.service
+  rm -f /run/containerd/containerd.sock /run/containerd/containerd.sock.ttrpc
+  systemctl start containerd.service docker.service
+  [[ ! -e /run/containerd/containerd.sock ]] || die "the guest's containerd still listens on /run/containerd/containerd.sock"
+fi
 # The host's test images, which the shared registries' storage already holds: test-env
 # finds them up to date instead of building and pushing them under emulation.
 if [[ -f $W/vm-share/images.tar ]]; then docker load -q -i "$W/vm-share/images.tar" >/dev/null; fi

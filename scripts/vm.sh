@@ -1,7 +1,7 @@
 #!/bin/bash
 # A cgroup v2 node with systemd, as Kubernetes 1.35+ nodes are, in a QEMU VM: Debian 12
 # with systemd as PID 1, the unified cgroup hierarchy, Docker 20.10 on the systemd cgroup
-# driver, containerd, runc, the CNI plugins, iproute2, curl, procps.
+# driver, containerd, runc, gVisor (runsc), the CNI plugins, iproute2, curl, procps.
 #
 #   scripts/vm.sh build                                 build the image (cached by its inputs)
 #   scripts/vm.sh run [--mount HOSTDIR:GUESTDIR]... -- COMMAND...
@@ -53,7 +53,7 @@ PACKAGES=(
   systemd systemd-sysv udev dbus kmod linux-image-amd64 initramfs-tools
   docker.io containerd runc iptables iproute2 containernetworking-plugins
   curl ca-certificates procps util-linux tar busybox-static
-  docker-registry apache2-utils gcc libc6-dev cmake
+  runsc docker-registry apache2-utils gcc libc6-dev cmake
   libgrpc++1.51 libprotobuf32 libssl3 zlib1g
 )
 
@@ -113,12 +113,13 @@ EOF
 }
 
 # Docker on the systemd cgroup driver (its default on cgroup v2 with systemd, said
-# explicitly), with the runtime handlers the integration tests use.
+# explicitly), with the runtime handlers the integration tests use (as scripts/test-env.sh
+# gives the host's).
 guest_daemon_json() {
   cat <<'EOF'
 {
   "exec-opts": ["native.cgroupdriver=systemd"],
-  "runtimes": {"runc-alt": {"path": "/usr/sbin/runc"}}
+  "runtimes": {"runsc": {"path": "/usr/bin/runsc", "runtimeArgs": ["--network=none"]}, "runc-alt": {"path": "/usr/sbin/runc"}}
 }
 EOF
 }
@@ -229,7 +230,9 @@ build() {
     tail -n 30 "$tmp/mmdebstrap.log" >&2
     die "mmdebstrap failed (is $MIRROR reachable? full log above)"
   fi
-  mke2fs -q -t ext4 -L root -d "$tmp/rootfs" "$tmp/rootfs.img" "$IMAGE_SIZE" ||
+  # Its "Creating regular file" goes to stdout even with -q, and build's stdout is the
+  # image's path.
+  mke2fs -q -t ext4 -L root -d "$tmp/rootfs" "$tmp/rootfs.img" "$IMAGE_SIZE" >&2 ||
     die "mke2fs -d failed"
   rm -rf "$tmp/rootfs"
   rm -rf "$dir"
