@@ -495,11 +495,9 @@ absl::StatusOr<SandboxCheckpoint> DecodeCriDockerdCheckpoint(const std::string& 
   return ImportCriDockerd(doc, sandbox_id);
 }
 
-namespace {
 std::string SandboxDirectoryOf(const std::string& root) {
   return absl::StrCat(root, root.empty() || root.back() == '/' ? "" : "/", kSandboxDir);
 }
-}  // namespace
 
 CheckpointStore::CheckpointStore(std::string root_directory, std::string cri_dockerd_root_directory)
     : dir_(SandboxDirectoryOf(root_directory)) {

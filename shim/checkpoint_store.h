@@ -127,6 +127,9 @@ class CheckpointStore {
   std::set<std::string> unusable_cri_dockerd_;
 };
 
+// Where the checkpoints of a root directory live (ours and cri-dockerd's alike).
+std::string SandboxDirectoryOf(const std::string& root);
+
 // Serialization, exposed for tests: JSON {"version":"dockershim/v1","data":{...},"checksum":"crc32:<hex>"}.
 std::string EncodeCheckpoint(const SandboxCheckpoint& checkpoint);
 absl::StatusOr<SandboxCheckpoint> DecodeCheckpoint(const std::string& text);

@@ -13,8 +13,8 @@ namespace fs = std::filesystem;
 
 CheckpointHandover PlanCheckpointHandover(const std::string& dockershim_root, const std::string& cri_dockerd_root) {
   CheckpointHandover plan;
-  const fs::path ours_dir = fs::path(dockershim_root) / "sandbox";
-  const fs::path theirs_dir = fs::path(cri_dockerd_root) / "sandbox";
+  const fs::path ours_dir = SandboxDirectoryOf(dockershim_root);
+  const fs::path theirs_dir = SandboxDirectoryOf(cri_dockerd_root);
   std::error_code ec;
   if (fs::equivalent(ours_dir, theirs_dir, ec)) return plan;
   std::vector<fs::path> files;
