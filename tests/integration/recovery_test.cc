@@ -103,8 +103,11 @@ class RecoveryTest : public ::testing::Test {
     if (!pods_.empty()) {
       Daemon d(dir_, ServeArgs());
       if (WaitForSocket()) {
-        // Best effort: the docker rm -f below removes what is left.
-        for (const std::string& id : pods_) (void)cri_->RemovePodSandbox(id);
+        // Best effort: the docker rm -f below removes what is left. All at once, as for
+        // the stops in the test.
+        std::vector<std::thread> removers;
+        for (const std::string& id : pods_) removers.emplace_back([&, id] { (void)cri_->RemovePodSandbox(id); });
+        for (std::thread& t : removers) t.join();
       }
     }
     Sh("docker ps -aq --filter name=_" + namespace_ + "_ | xargs -r docker rm -f");
@@ -337,11 +340,16 @@ TEST_F(RecoveryTest, KillNineWithTwentyPodsLosesNoPodNoAddressAndNoLogLine) {
     }
   }
   Mark("new lines in every log copy");
-  for (const Before& b : pods) {
-    if (b.pod_id == vanished.pod_id) continue;
-    grpc::Status stopped = cri_->StopContainer(b.container_id, 0);
-    ASSERT_TRUE(stopped.ok()) << Why(stopped);
+  // All at once, as the kubelet stops the containers of different pods: one after the
+  // other took 11.5 s each on Docker 29 in an emulated VM, 218 s for the 19.
+  std::vector<grpc::Status> stops(pods.size());
+  std::vector<std::thread> stoppers;
+  for (size_t i = 0; i < pods.size(); ++i) {
+    if (pods[i].pod_id == vanished.pod_id) continue;
+    stoppers.emplace_back([&, i] { stops[i] = cri_->StopContainer(pods[i].container_id, 0); });
   }
+  for (std::thread& t : stoppers) t.join();
+  for (const grpc::Status& stopped : stops) ASSERT_TRUE(stopped.ok()) << Why(stopped);
   Mark("writers stopped");
   for (const Before& b : pods) {
     if (b.pod_id == vanished.pod_id) continue;
