@@ -44,6 +44,9 @@ runtimes_json() { # n
 # Engines started with "experimental": true (Docker's checkpoint API, for CheckpointContainer
 # with CRIU), e.g. DOCKERSHIM_ENGINES_EXPERIMENTAL=26; none by default.
 EXPERIMENTAL=" ${DOCKERSHIM_ENGINES_EXPERIMENTAL:-} "
+# Engines whose dockerd (and the containerd it starts) log at debug level, each API call
+# and signal with its time, e.g. DOCKERSHIM_ENGINES_DEBUG="28c 29"; none by default.
+DEBUG=" ${DOCKERSHIM_ENGINES_DEBUG:-} "
 # The cgroup driver the engines use (Docker's own default when unset: cgroupfs on cgroup
 # v1; systemd on cgroup v2 under systemd). scripts/vm-integration.sh sets systemd.
 CGROUP_DRIVER=${DOCKERSHIM_ENGINES_CGROUP_DRIVER:-}
@@ -165,6 +168,7 @@ start() { # n
   options=$(runtimes_json "$n")
   if [[ $n == 28c ]]; then options+=', "features": {"containerd-snapshotter": true}'; fi
   if [[ $EXPERIMENTAL == *" $n "* ]]; then options+=', "experimental": true'; fi
+  if [[ $DEBUG == *" $n "* ]]; then options+=', "debug": true'; fi
   if [[ -n $CGROUP_DRIVER ]]; then options+=", \"exec-opts\": [\"native.cgroupdriver=$CGROUP_DRIVER\"]"; fi
   echo "$options}" >"$dir/daemon.json"
   rm -f "$dir/docker.pid" "$dir/docker.sock"

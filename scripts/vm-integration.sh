@@ -16,6 +16,9 @@
 # DOCKERSHIM_VM_TESTS: a ctest -R regex of the tests to run (all integration tests when
 # empty); scripts/test.sh picks the ones that touch cgroups, systemd and the node.
 # DOCKERSHIM_VM_TESTS_EXCLUDE: a ctest -E regex of tests left out there.
+# DOCKERSHIM_VM_TEST_TIMEOUT: ctest's bound on each test, in seconds (900).
+# The guest's engine logs are copied to $W/vm-share/logs/<engine>-dockerd.log on the host
+# after the run (DOCKERSHIM_ENGINES_DEBUG="29" has them at debug level).
 # A guest that is not what it must be (cgroup v1, no systemd, Docker on cgroupfs) fails
 # the stage: these tests never pass by skipping.
 set -euo pipefail
@@ -98,12 +101,19 @@ for engine in $ENGINES; do
   echo
   echo "==> integration tests on Docker $version (systemd driver, cgroup v2) at $DOCKERSHIM_TEST_DOCKER"
   start=$SECONDS
-  if ! ctest --test-dir "$BUILD" --output-on-failure -L integration --timeout 900 \
+  if ! ctest --test-dir "$BUILD" --output-on-failure -L integration --timeout "${DOCKERSHIM_VM_TEST_TIMEOUT:-900}" \
       ${DOCKERSHIM_VM_TESTS:+-R "$DOCKERSHIM_VM_TESTS"} \
       ${DOCKERSHIM_VM_TESTS_EXCLUDE:+-E "$DOCKERSHIM_VM_TESTS_EXCLUDE"} --no-tests=error; then
     failed+=("$engine")
   fi
   echo "vm-integration: Docker $engine took $((SECONDS - start)) s"
+  # The guest's disk goes with it: its engine's log to the host, for what failed.
+  mkdir -p "$W/vm-share/logs"
+  if [[ $engine == 20 ]]; then
+    journalctl -u docker.service -u containerd.service -o short-precise --no-pager >"$W/vm-share/logs/20-dockerd.log" || true
+  else
+    cp "$W/engines/$engine/dockerd.log" "$W/vm-share/logs/$engine-dockerd.log" || true
+  fi
 done
 if ((${#failed[@]})); then
   echo "vm-integration: FAILED on Docker ${failed[*]}" >&2

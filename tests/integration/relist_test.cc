@@ -27,6 +27,7 @@
 #include "absl/strings/str_cat.h"
 #include "absl/strings/str_join.h"
 #include "absl/strings/strip.h"
+#include "common/status.h"
 #include "dockerclient/docker_client_impl.h"
 #include "dockerclient/forwarding_docker_client.h"
 #include "shim/cri_service.h"
@@ -171,7 +172,9 @@ class RelistIntegration : public ::testing::Test {
 
   fs::path root_;
   std::string uid_;
-  static common::Context Ctx() { return common::Context::WithTimeout(absl::Seconds(30)); }
+  // The kubelet's bound on a CRI call (--runtime-request-timeout, 2 min): the removals
+  // stop containers, which takes Docker seconds each in an emulated VM.
+  static common::Context Ctx() { return common::Context::WithTimeout(absl::Minutes(2)); }
 
   struct Pod {
     std::string id;
@@ -466,14 +469,27 @@ TEST_F(RelistIntegration, NothingTheShimKnowsRemovedIsListedAgain) {
     ours.insert(pod.id);
     ours.insert(pod.containers.begin(), pod.containers.end());
   };
+  // A removal that failed did not tell the shim anything: what it lists afterwards is
+  // still there, not a violation.
   auto Removed = [&](const std::string& id, const absl::Status& s) {
     EXPECT_TRUE(s.ok()) << id << ": " << s;
-    MarkGone(id);
+    if (s.ok()) MarkGone(id);
     Relist();
   };
+  std::map<std::string, absl::Duration> slowest;  // RPC -> its slowest call
+  auto Timed = [&](const std::string& rpc, const std::function<absl::Status()>& call) {
+    const absl::Time t0 = absl::Now();
+    absl::Status s = call();
+    const absl::Duration took = absl::Now() - t0;
+    std::lock_guard lock(mu);
+    slowest[rpc] = std::max(slowest[rpc], took);
+    if (!s.ok()) s = common::Annotate(s, absl::StrCat(rpc, " failed after ", absl::FormatDuration(took)));
+    return s;
+  };
   auto RemovePodOf = [&](const Pod& pod) {
-    absl::Status s = RemovePod(pod.id);
-    for (const std::string& c : pod.containers) MarkGone(c);
+    absl::Status s = Timed("RemovePodSandbox", [&] { return RemovePod(pod.id); });
+    if (s.ok())
+      for (const std::string& c : pod.containers) MarkGone(c);
     Removed(pod.id, s);
   };
   auto CliRemove = [&](const Pod& pod) {
@@ -484,18 +500,22 @@ TEST_F(RelistIntegration, NothingTheShimKnowsRemovedIsListedAgain) {
     cli_removed.emplace(pod.id, now);
   };
 
+  const absl::Time test_start = absl::Now();
   for (int round = 0; round < kRounds; ++round) {
+    const absl::Time round_start = absl::Now();
     std::vector<Pod> pods(kWays);
     for (int way = 0; way < kWays; ++way) {
       ASSERT_NO_FATAL_FAILURE(RunPod(absl::StrCat("gone", round, "-", way), kContainersPerPod, pods[way]));
       Mine(pods[way]);
     }
+    const absl::Duration ran = absl::Now() - round_start;
     std::vector<std::thread> removers;
     for (int way = 0; way < kWays; ++way) {
       removers.emplace_back([&, way, pod = pods[way]] {
         switch (way) {
           case kContainersThenPod:
-            for (const std::string& c : pod.containers) Removed(c, RemoveContainer(c));
+            for (const std::string& c : pod.containers)
+              Removed(c, Timed("RemoveContainer", [&] { return RemoveContainer(c); }));
             RemovePodOf(pod);
             break;
           case kPodAtOnce:
@@ -504,7 +524,9 @@ TEST_F(RelistIntegration, NothingTheShimKnowsRemovedIsListedAgain) {
           case kStopThenPod: {
             v1::StopPodSandboxRequest req;
             req.set_pod_sandbox_id(pod.id);
-            EXPECT_TRUE(service_->StopPodSandbox(Ctx(), req).ok());
+            absl::Status stopped =
+                Timed("StopPodSandbox", [&] { return service_->StopPodSandbox(Ctx(), req).status(); });
+            EXPECT_TRUE(stopped.ok()) << stopped;
             RemovePodOf(pod);
             break;
           }
@@ -517,9 +539,13 @@ TEST_F(RelistIntegration, NothingTheShimKnowsRemovedIsListedAgain) {
           case kCliWhileShimStops: {
             // The shim re-reads the containers it stops while Docker removes them.
             std::atomic<bool> removed{false};
+            // A stop every 20 ms is in flight when the removal lands (docker rm -f takes
+            // 100 ms and more); a loop without a pause only starved the other removals of
+            // Docker's time under emulation.
             std::thread stopper([&] {
               while (!removed) {
                 for (const std::string& c : pod.containers) (void)StopContainer(c);  // may race the removal and fail
+                absl::SleepFor(absl::Milliseconds(20));
               }
             });
             CliRemove(pod);
@@ -539,6 +565,10 @@ TEST_F(RelistIntegration, NothingTheShimKnowsRemovedIsListedAgain) {
     });
     ASSERT_TRUE(all_seen.has_value()) << "destroy events of docker rm -f not seen after 5 s";
     RemovePodOf(pods[kCliWhileShimStops]);  // its checkpoint
+    std::printf("[ relist   ] round %d: its pods ran in %s, were removed in %s (%s so far)\n", round,
+                absl::FormatDuration(ran).c_str(), absl::FormatDuration(absl::Now() - round_start - ran).c_str(),
+                absl::FormatDuration(absl::Now() - test_start).c_str());
+    std::fflush(stdout);
   }
   stop = true;
   relister.join();
@@ -552,6 +582,8 @@ TEST_F(RelistIntegration, NothingTheShimKnowsRemovedIsListedAgain) {
               "after it returned\n",
               kRounds, static_cast<int>(kWays), kContainersPerPod, lists, statuses, not_found, cli_removed.size(),
               absl::FormatDuration(grace).c_str());
+  for (const auto& [rpc, took] : slowest)
+    std::printf("[ relist   ] slowest %s: %s\n", rpc.c_str(), absl::FormatDuration(took).c_str());
   EXPECT_THAT(violations, ::testing::IsEmpty());
 }
 
