@@ -34,14 +34,14 @@ v1::ContainerEventResponse CriService::BuildContainerEvent(const common::Context
   if (!pod_status.ok()) return resp;  // no pod: its containers are not listed either
   // The pod's full ID is known: no second inspect to resolve it.
   v1::ContainerFilter filter;
-  absl::StatusOr<v1::ListContainersResponse> containers =
+  absl::StatusOr<ListAnswer<v1::ListContainersResponse>> containers =
       ListContainersOf(ctx, filter, resp.pod_sandbox_status().id());
   if (!containers.ok()) {
     LOG_DEBUG << "container event of " << event.container_id << ": containers of pod " << event.sandbox_id << ": "
               << containers.status().message();
     return resp;
   }
-  for (const v1::Container& c : containers->containers()) {
+  for (const v1::Container& c : containers->message->containers()) {
     v1::ContainerStatusRequest status;
     status.set_container_id(c.id());
     absl::StatusOr<v1::ContainerStatusResponse> s = ContainerStatus(ctx, status);

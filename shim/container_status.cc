@@ -1,5 +1,8 @@
 // ContainerStatus and ListContainers. Status costs one container inspect; image
 // facts (labels to hide, the reported image reference) are cached by image ID.
+#include <utility>
+
+#include "absl/strings/match.h"
 #include "absl/strings/str_cat.h"
 #include "common/log.h"
 #include "common/status.h"
@@ -8,6 +11,7 @@
 #include "shim/logs/log_copier.h"
 #include "shim/naming.h"
 #include "shim/oom/kernel_oom_log.h"
+#include "shim/view/container_view.h"
 
 namespace shim {
 
@@ -39,41 +43,79 @@ absl::StatusOr<v1::ContainerStatusResponse> CriService::ContainerStatus(const co
 
 absl::StatusOr<v1::ListContainersResponse> CriService::ListContainers(const common::Context& ctx,
                                                                       const v1::ListContainersRequest& req) {
+  ASSIGN_OR_RETURN(ListAnswer<v1::ListContainersResponse> answer, SharedListContainers(ctx, req));
+  return *answer.message;
+}
+
+absl::StatusOr<ListAnswer<v1::ListContainersResponse>> CriService::SharedListContainers(
+    const common::Context& ctx, const v1::ListContainersRequest& req) {
   const v1::ContainerFilter& filter = req.filter();
   if (filter.pod_sandbox_id().empty()) return ListContainersOf(ctx, filter, "");
   // crictl passes ID prefixes; the label holds the full ID.
   absl::StatusOr<dockerclient::ContainerInspect> sandbox = InspectSandbox(ctx, filter.pod_sandbox_id(), Reading::kForStatus);
-  if (absl::IsNotFound(sandbox.status())) return v1::ListContainersResponse();
+  if (absl::IsNotFound(sandbox.status()))
+    return ListAnswer<v1::ListContainersResponse>{std::make_shared<const v1::ListContainersResponse>(), nullptr};
   RETURN_IF_ERROR(sandbox.status());
   return ListContainersOf(ctx, filter, sandbox->id);
 }
 
-absl::StatusOr<v1::ListContainersResponse> CriService::ListContainersOf(const common::Context& ctx,
-                                                                        const v1::ContainerFilter& filter,
-                                                                        const std::string& sandbox_id) {
-  dockerclient::ListContainersOptions list;
-  list.all = true;
-  if (FitsDockerLabelFilter(filter.label_selector()))
-    for (const auto& [k, v] : filter.label_selector()) list.label_filter[k] = v;
-  list.label_filter[kContainerTypeLabel] = kContainerTypeContainer;
-  if (!sandbox_id.empty()) list.label_filter[kSandboxIdLabel] = sandbox_id;
-  if (!filter.id().empty()) list.id = filter.id();
-  ASSIGN_OR_RETURN(std::vector<dockerclient::ContainerSummary> containers, docker_.ListContainers(ctx, list));
+std::optional<uint64_t> CriService::ViewVersion() const {
+  return options_.container_view ? options_.container_view->Version() : std::nullopt;
+}
 
-  v1::ListContainersResponse resp;
-  for (dockerclient::ContainerSummary& c : containers) {
-    if (filter.has_state() && ToContainerState(c.state) != filter.state().state()) continue;
-    // Docker's filter also matched image labels; the selector applies to the container's own.
-    c.labels = WithoutLabelsOf(FactsOfImage(ctx, c.image_id), c.labels);
-    if (!MatchesLabelSelector(filter.label_selector(), c.labels)) continue;
-    absl::StatusOr<v1::Container> converted = ToCriContainer(c);
-    if (!converted.ok()) {
-      LOG_DEBUG << "skipping container " << c.id << ": " << converted.status().message();
-      continue;
+absl::StatusOr<std::shared_ptr<const CriService::ListedContainers>> CriService::ListCriContainers(
+    const common::Context& ctx, const dockerclient::ListContainersOptions& narrowed) {
+  auto make = [&](const dockerclient::ListContainersOptions& options) -> absl::StatusOr<view::Made<ListedContainers>> {
+    ASSIGN_OR_RETURN(std::vector<dockerclient::ContainerSummary> containers, docker_.ListContainers(ctx, options));
+    view::Made<ListedContainers> made;
+    for (dockerclient::ContainerSummary& c : containers) {
+      const ImageFacts image = FactsOfImage(ctx, c.image_id);
+      made.complete = made.complete && image.answered;
+      c.labels = WithoutLabelsOf(image, c.labels);
+      absl::StatusOr<v1::Container> converted = ToCriContainer(c);
+      if (!converted.ok()) {
+        LOG_DEBUG << "skipping container " << c.id << ": " << converted.status().message();
+        continue;
+      }
+      *made.value.all.add_containers() = *std::move(converted);
+      made.value.own_labels.push_back(std::move(c.labels));
     }
-    *resp.add_containers() = *std::move(converted);
+    return made;
+  };
+  dockerclient::ListContainersOptions every;
+  every.all = true;
+  every.label_filter[kContainerTypeLabel] = kContainerTypeContainer;
+  return listed_containers_.Get(ViewVersion(), absl::Now(), kImageFactsRefresh, [&] { return make(every); },
+                            [&] { return make(narrowed); });
+}
+
+absl::StatusOr<ListAnswer<v1::ListContainersResponse>> CriService::ListContainersOf(
+    const common::Context& ctx, const v1::ContainerFilter& filter, const std::string& sandbox_id) {
+  dockerclient::ListContainersOptions narrowed;
+  narrowed.all = true;
+  if (FitsDockerLabelFilter(filter.label_selector()))
+    for (const auto& [k, v] : filter.label_selector()) narrowed.label_filter[k] = v;
+  narrowed.label_filter[kContainerTypeLabel] = kContainerTypeContainer;
+  if (!sandbox_id.empty()) narrowed.label_filter[kSandboxIdLabel] = sandbox_id;
+  if (!filter.id().empty()) narrowed.id = filter.id();
+  ASSIGN_OR_RETURN(std::shared_ptr<const ListedContainers> listed, ListCriContainers(ctx, narrowed));
+
+  std::vector<int> kept;
+  for (int i = 0; i < listed->all.containers_size(); ++i) {
+    const v1::Container& c = listed->all.containers(i);
+    // Docker's id filter is a prefix, and crictl passes prefixes.
+    if (!absl::StartsWith(c.id(), filter.id())) continue;
+    if (!sandbox_id.empty() && c.pod_sandbox_id() != sandbox_id) continue;
+    if (filter.has_state() && c.state() != filter.state().state()) continue;
+    // Docker's filter also matched image labels; the selector applies to the container's own.
+    if (!MatchesLabelSelector(filter.label_selector(), listed->own_labels[i])) continue;
+    kept.push_back(i);
   }
-  return resp;
+  if (std::cmp_equal(kept.size(), listed->all.containers_size()))
+    return ListAnswer<v1::ListContainersResponse>{{listed, &listed->all}, listed->wire};
+  auto resp = std::make_shared<v1::ListContainersResponse>();
+  for (int i : kept) *resp->add_containers() = listed->all.containers(i);
+  return ListAnswer<v1::ListContainersResponse>{std::move(resp), nullptr};
 }
 
 }  // namespace shim

@@ -31,6 +31,7 @@
 #include "shim/network/network_plugin.h"
 #include "shim/oom_score.h"
 #include "shim/stats/cgroup.h"
+#include "shim/view/derived.h"
 #include "streaming/runtime.h"
 
 namespace shim::logs {
@@ -121,6 +122,18 @@ absl::StatusOr<std::string> CriLogPath(const std::string& log_directory, const s
 // json log that an older shim or cri-dockerd left.
 absl::Status CreateCriLogFile(const std::string& path);
 
+// The wire form of a list answer that calls share, made by the first call that sends
+// it (the gRPC layer): the kubelet relists every second, mostly with nothing changed.
+struct WireForm {
+  std::once_flag made;
+  std::string bytes;
+};
+template <typename Resp>
+struct ListAnswer {
+  std::shared_ptr<const Resp> message;
+  std::shared_ptr<WireForm> wire;  // set when every call gets this `message` until the view changes
+};
+
 class CriService {
  public:
   // `docker` and `network` must outlive the service.
@@ -165,6 +178,10 @@ class CriService {
                                                                 const v1::PodSandboxStatusRequest& req);
   absl::StatusOr<v1::ListPodSandboxResponse> ListPodSandbox(const common::Context& ctx,
                                                             const v1::ListPodSandboxRequest& req);
+  // The same answer, shared: while the container view does not change, every call that
+  // lists it all gets the very same message and wire form (ListAnswer).
+  absl::StatusOr<ListAnswer<v1::ListPodSandboxResponse>> SharedListPodSandbox(const common::Context& ctx,
+                                                                             const v1::ListPodSandboxRequest& req);
 
   // container_lifecycle.cc
   absl::StatusOr<v1::CreateContainerResponse> CreateContainer(const common::Context& ctx,
@@ -182,6 +199,9 @@ class CriService {
                                                               const v1::ContainerStatusRequest& req);
   absl::StatusOr<v1::ListContainersResponse> ListContainers(const common::Context& ctx,
                                                             const v1::ListContainersRequest& req);
+  // As SharedListPodSandbox.
+  absl::StatusOr<ListAnswer<v1::ListContainersResponse>> SharedListContainers(const common::Context& ctx,
+                                                                            const v1::ListContainersRequest& req);
   // exec_sync.cc
   absl::StatusOr<v1::ExecSyncResponse> ExecSync(const common::Context& ctx, const v1::ExecSyncRequest& req);
   // container_checkpoint.cc
@@ -248,11 +268,15 @@ class CriService {
                                const dockerclient::Labels& labels);
   // What status calls need of a container's image, cached by image ID. Docker merges
   // an image's labels into its containers' labels; CRI reports only the pod's own.
+  // Labels never change for an image ID; its repo digests (in image_ref) may, so image
+  // facts, and the lists converted with them, are made again now and then.
+  static constexpr absl::Duration kImageFactsRefresh = absl::Minutes(1);
   struct ImageFacts {
     dockerclient::Labels labels;
     std::string image_ref;  // CRI image_ref (ToImageRef)
     std::string image_tag;  // first repo tag; empty when untagged
     absl::Time fetched_at;
+    bool answered = false;  // Docker answered (found or not); else empty for now
   };
   ImageFacts FactsOfImage(const common::Context& ctx, const std::string& image_id);
   static dockerclient::Labels WithoutLabelsOf(const ImageFacts& image, const dockerclient::Labels& labels);
@@ -265,18 +289,38 @@ class CriService {
   // Creates the container's CRI log file and has the copier fill it (container_logs.cc).
   void CopyContainerLog(const dockerclient::ContainerInspect& container);
   void ResumeLogCopies(const common::Context& ctx);
-  // Adds the sandboxes known only from their checkpoints (no container among
-  // `present`, Docker's answer to the same ID filter) as NOTREADY.
-  void AppendCheckpointOnlySandboxes(const std::string& id_prefix, const std::set<std::string>& present,
-                                     v1::ListPodSandboxResponse& resp);
+  // The sandboxes known only from their checkpoints (no container among `present`, the
+  // infra containers listed), NOTREADY.
+  std::vector<v1::PodSandbox> CheckpointOnlySandboxes(const std::string& id_prefix, const std::set<std::string>& present);
   // Inspects `id` (ID or unique prefix); NOT_FOUND unless it is a CRI app container.
   absl::StatusOr<dockerclient::ContainerInspect> InspectCriContainer(const common::Context& ctx,
                                                                      const std::string& id,
                                                                      Reading reading = Reading::kDocker);
   // ListContainers once the pod filter is resolved: `sandbox_id` is a full ID, or empty.
-  absl::StatusOr<v1::ListContainersResponse> ListContainersOf(const common::Context& ctx,
-                                                              const v1::ContainerFilter& filter,
-                                                              const std::string& sandbox_id);
+  absl::StatusOr<ListAnswer<v1::ListContainersResponse>> ListContainersOf(const common::Context& ctx,
+                                                                        const v1::ContainerFilter& filter,
+                                                                        const std::string& sandbox_id);
+  // The lists behind ListPodSandbox and ListContainers, converted: every one the view
+  // holds, made once per change of the view (view/derived.h); from Docker, narrowed
+  // by `narrowed`, when the view is not live. Callers filter them.
+  struct ListedSandboxes {
+    v1::ListPodSandboxResponse all;
+    std::shared_ptr<WireForm> wire = std::make_shared<WireForm>();  // of `all`
+    std::vector<std::string> names;                // of each item: Docker's, without the "/"
+    std::vector<dockerclient::Labels> own_labels;  // of each item: the image's left out
+    std::set<std::string> ids;  // every infra container listed, named like a sandbox or not
+  };
+  struct ListedContainers {
+    v1::ListContainersResponse all;
+    std::shared_ptr<WireForm> wire = std::make_shared<WireForm>();  // of `all`
+    std::vector<dockerclient::Labels> own_labels;  // of each item: label selectors match these
+  };
+  // The container view's version; unset when there is no view or it is not live.
+  std::optional<uint64_t> ViewVersion() const;
+  absl::StatusOr<std::shared_ptr<const ListedSandboxes>> ListSandboxes(const common::Context& ctx,
+                                                                       const dockerclient::ListContainersOptions& narrowed);
+  absl::StatusOr<std::shared_ptr<const ListedContainers>> ListCriContainers(
+      const common::Context& ctx, const dockerclient::ListContainersOptions& narrowed);
   // cgroup v2 files Docker has no field for (container_lifecycle.cc, cgroup_files.h).
   bool CgroupV2() const { return cgroup_layout_ && cgroup_layout_->version() == stats::CgroupVersion::kV2; }
   // The cgroup v2 directory of container `c`, from its process and checked to be its own;
@@ -353,6 +397,8 @@ class CriService {
   // fs_usage_mu_, which a walk holds for seconds.
   std::atomic<bool> fs_usage_changed_{false};
   std::map<std::string, ImageFacts> image_facts_;  // by image ID; guarded by mu_
+  view::Derived<ListedSandboxes> listed_sandboxes_;
+  view::Derived<ListedContainers> listed_containers_;
   std::optional<stats::CgroupLayout> cgroup_layout_;  // unset when the host's cgroup mounts are not found
   // Names of the infra containers this process's RunPodSandbox calls are making, from
   // before the Docker create until the call returns. ListPodSandbox leaves them out, as

@@ -104,6 +104,57 @@ class UnaryCall final : public DispatchedCall<Req, grpc::ServerUnaryReactor> {
   Fn fn_;
 };
 
+// A list whose answer may be shared (ListAnswer): parsed from and sent as raw bytes.
+template <typename Req, typename Resp, typename Fn>
+class ListCall final : public DispatchedCall<Req, grpc::ServerUnaryReactor> {
+ public:
+  ListCall(dispatch::Dispatcher& dispatcher, const char* name, common::Context context, grpc::CallbackServerContext* ctx,
+           std::unique_ptr<const Req> req, grpc::ByteBuffer* resp, Fn fn)
+      : DispatchedCall<Req, grpc::ServerUnaryReactor>(dispatcher, name, std::move(context), ctx, req.get()),
+        owned_req_(std::move(req)),
+        resp_(resp),
+        fn_(std::move(fn)) {}
+
+  void Run() override {
+    ListAnswer<Resp> answer;
+    grpc::Status status = Handle(this->name_, this->context_, *this->req_, &answer, fn_);
+    if (status.ok()) status = Send(answer);
+    this->Finish(status);
+  }
+
+ private:
+  grpc::Status Send(const ListAnswer<Resp>& answer) {
+    if (!answer.wire) {
+      bool own_buffer;
+      return grpc::SerializationTraits<Resp>::Serialize(*answer.message, resp_, &own_buffer);
+    }
+    std::call_once(answer.wire->made, [&] { answer.wire->bytes = answer.message->SerializeAsString(); });
+    grpc::Slice bytes(answer.wire->bytes);
+    *resp_ = grpc::ByteBuffer(&bytes, 1);
+    return grpc::Status::OK;
+  }
+
+  const std::unique_ptr<const Req> owned_req_;
+  grpc::ByteBuffer* const resp_;
+  Fn fn_;
+};
+
+template <typename Req, typename Resp, typename Fn>
+grpc::ServerUnaryReactor* List(dispatch::Dispatcher& dispatcher, const char* name, common::Context context,
+                               grpc::CallbackServerContext* ctx, const grpc::ByteBuffer* raw, grpc::ByteBuffer* resp,
+                               Fn fn) {
+  auto req = std::make_unique<Req>();
+  grpc::ByteBuffer parsed(*raw);  // shares the bytes; Deserialize consumes its argument
+  if (!grpc::SerializationTraits<Req>::Deserialize(&parsed, req.get()).ok()) {
+    grpc::ServerUnaryReactor* reactor = ctx->DefaultReactor();
+    reactor->Finish(Refused(name, absl::InvalidArgumentError(absl::StrCat(name, ": the request is not a valid message"))));
+    return reactor;
+  }
+  auto* call = new ListCall<Req, Resp, Fn>(dispatcher, name, std::move(context), ctx, std::move(req), resp, std::move(fn));
+  call->Submit();
+  return call;
+}
+
 template <typename Req, typename Resp, typename Fn>
 grpc::ServerUnaryReactor* Unary(dispatch::Dispatcher& dispatcher, const char* name, common::Context context,
                                 grpc::CallbackServerContext* ctx, const Req* req, Resp* resp, Fn fn) {
@@ -314,9 +365,9 @@ grpc::ServerUnaryReactor* RuntimeServiceImpl::PodSandboxStatus(grpc::CallbackSer
                [this](const common::Context& c, const auto& r) { return service_.PodSandboxStatus(c, r); });
 }
 
-grpc::ServerUnaryReactor* RuntimeServiceImpl::ListPodSandbox(grpc::CallbackServerContext* ctx, const v1::ListPodSandboxRequest* req, v1::ListPodSandboxResponse* resp) {
-  return Unary(dispatcher_, "ListPodSandbox", Bounded(ctx, options_), ctx, req, resp,
-               [this](const common::Context& c, const auto& r) { return service_.ListPodSandbox(c, r); });
+grpc::ServerUnaryReactor* RuntimeServiceImpl::ListPodSandbox(grpc::CallbackServerContext* ctx, const grpc::ByteBuffer* req, grpc::ByteBuffer* resp) {
+  return List<v1::ListPodSandboxRequest, v1::ListPodSandboxResponse>(dispatcher_, "ListPodSandbox", Bounded(ctx, options_), ctx, req, resp,
+               [this](const common::Context& c, const auto& r) { return service_.SharedListPodSandbox(c, r); });
 }
 
 grpc::ServerWriteReactor<v1::StreamPodSandboxesResponse>* RuntimeServiceImpl::StreamPodSandboxes(grpc::CallbackServerContext* ctx, const v1::StreamPodSandboxesRequest* req) {
@@ -349,9 +400,9 @@ grpc::ServerUnaryReactor* RuntimeServiceImpl::RemoveContainer(grpc::CallbackServ
                [this](const common::Context& c, const auto& r) { return service_.RemoveContainer(c, r); });
 }
 
-grpc::ServerUnaryReactor* RuntimeServiceImpl::ListContainers(grpc::CallbackServerContext* ctx, const v1::ListContainersRequest* req, v1::ListContainersResponse* resp) {
-  return Unary(dispatcher_, "ListContainers", Bounded(ctx, options_), ctx, req, resp,
-               [this](const common::Context& c, const auto& r) { return service_.ListContainers(c, r); });
+grpc::ServerUnaryReactor* RuntimeServiceImpl::ListContainers(grpc::CallbackServerContext* ctx, const grpc::ByteBuffer* req, grpc::ByteBuffer* resp) {
+  return List<v1::ListContainersRequest, v1::ListContainersResponse>(dispatcher_, "ListContainers", Bounded(ctx, options_), ctx, req, resp,
+               [this](const common::Context& c, const auto& r) { return service_.SharedListContainers(c, r); });
 }
 
 grpc::ServerWriteReactor<v1::StreamContainersResponse>* RuntimeServiceImpl::StreamContainers(grpc::CallbackServerContext* ctx, const v1::StreamContainersRequest* req) {

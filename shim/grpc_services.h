@@ -27,9 +27,15 @@ grpc::Status ToGrpcStatus(const absl::Status& status);
 // Returns once every call has answered and the workers are joined.
 void StopServing(grpc::Server& server, dispatch::Dispatcher& dispatcher, absl::Duration grace);
 
+// The relists, ListPodSandbox and ListContainers, are on gRPC's raw API: an answer
+// that every call shares until the node changes goes out as the bytes its first call
+// serialized (CriService::ListAnswer).
+using RuntimeServiceBase = v1::RuntimeService::WithRawCallbackMethod_ListPodSandbox<
+    v1::RuntimeService::WithRawCallbackMethod_ListContainers<v1::RuntimeService::CallbackService>>;
+
 // GetContainerEvents, endless, runs on no worker: its reactor writes what the hub
 // pushes.
-class RuntimeServiceImpl final : public v1::RuntimeService::CallbackService {
+class RuntimeServiceImpl final : public RuntimeServiceBase {
  public:
   // `service` and `dispatcher` must outlive the server. Without `events`,
   // GetContainerEvents answers UNIMPLEMENTED.
@@ -42,13 +48,13 @@ class RuntimeServiceImpl final : public v1::RuntimeService::CallbackService {
   grpc::ServerUnaryReactor* StopPodSandbox(grpc::CallbackServerContext* ctx, const v1::StopPodSandboxRequest* req, v1::StopPodSandboxResponse* resp) override;
   grpc::ServerUnaryReactor* RemovePodSandbox(grpc::CallbackServerContext* ctx, const v1::RemovePodSandboxRequest* req, v1::RemovePodSandboxResponse* resp) override;
   grpc::ServerUnaryReactor* PodSandboxStatus(grpc::CallbackServerContext* ctx, const v1::PodSandboxStatusRequest* req, v1::PodSandboxStatusResponse* resp) override;
-  grpc::ServerUnaryReactor* ListPodSandbox(grpc::CallbackServerContext* ctx, const v1::ListPodSandboxRequest* req, v1::ListPodSandboxResponse* resp) override;
+  grpc::ServerUnaryReactor* ListPodSandbox(grpc::CallbackServerContext* ctx, const grpc::ByteBuffer* req, grpc::ByteBuffer* resp) override;
   grpc::ServerWriteReactor<v1::StreamPodSandboxesResponse>* StreamPodSandboxes(grpc::CallbackServerContext* ctx, const v1::StreamPodSandboxesRequest* req) override;
   grpc::ServerUnaryReactor* CreateContainer(grpc::CallbackServerContext* ctx, const v1::CreateContainerRequest* req, v1::CreateContainerResponse* resp) override;
   grpc::ServerUnaryReactor* StartContainer(grpc::CallbackServerContext* ctx, const v1::StartContainerRequest* req, v1::StartContainerResponse* resp) override;
   grpc::ServerUnaryReactor* StopContainer(grpc::CallbackServerContext* ctx, const v1::StopContainerRequest* req, v1::StopContainerResponse* resp) override;
   grpc::ServerUnaryReactor* RemoveContainer(grpc::CallbackServerContext* ctx, const v1::RemoveContainerRequest* req, v1::RemoveContainerResponse* resp) override;
-  grpc::ServerUnaryReactor* ListContainers(grpc::CallbackServerContext* ctx, const v1::ListContainersRequest* req, v1::ListContainersResponse* resp) override;
+  grpc::ServerUnaryReactor* ListContainers(grpc::CallbackServerContext* ctx, const grpc::ByteBuffer* req, grpc::ByteBuffer* resp) override;
   grpc::ServerWriteReactor<v1::StreamContainersResponse>* StreamContainers(grpc::CallbackServerContext* ctx, const v1::StreamContainersRequest* req) override;
   grpc::ServerUnaryReactor* ContainerStatus(grpc::CallbackServerContext* ctx, const v1::ContainerStatusRequest* req, v1::ContainerStatusResponse* resp) override;
   grpc::ServerUnaryReactor* UpdateContainerResources(grpc::CallbackServerContext* ctx, const v1::UpdateContainerResourcesRequest* req, v1::UpdateContainerResourcesResponse* resp) override;

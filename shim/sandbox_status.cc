@@ -2,6 +2,7 @@
 // from the checkpoint (memory after first read). Only a pod another runtime networked
 // costs more, once: its IPs are adopted (sandbox_adoption.cc).
 #include <set>
+#include <utility>
 
 #include <nlohmann/json.hpp>
 
@@ -15,27 +16,28 @@
 #include "shim/image_convert.h"
 #include "shim/cri_service.h"
 #include "shim/naming.h"
+#include "shim/view/container_view.h"
 
 namespace shim {
 
 CriService::ImageFacts CriService::FactsOfImage(const common::Context& ctx, const std::string& image_id) {
-  // Labels never change for an image ID; its repo digests (in image_ref) may, so
-  // entries are refreshed now and then.
-  constexpr absl::Duration kRefresh = absl::Minutes(1);
   const absl::Time now = absl::Now();
   {
     std::lock_guard lock(mu_);
-    if (auto it = image_facts_.find(image_id); it != image_facts_.end() && now - it->second.fetched_at < kRefresh) {
+    if (auto it = image_facts_.find(image_id);
+        it != image_facts_.end() && now - it->second.fetched_at < kImageFactsRefresh) {
       return it->second;
     }
   }
   auto image = docker_.InspectImage(ctx, image_id);
   if (!image.ok()) {
     // Gone (or Docker busy): nothing to hide; statuses fall back to the image ID.
-    return ImageFacts();
+    ImageFacts none;
+    none.answered = absl::IsNotFound(image.status());
+    return none;
   }
   const std::vector<std::string> tags = RealReferences(image->repo_tags);
-  ImageFacts facts{image->config.labels, ToImageRef(*image), tags.empty() ? std::string() : tags.front(), now};
+  ImageFacts facts{image->config.labels, ToImageRef(*image), tags.empty() ? std::string() : tags.front(), now, true};
   std::lock_guard lock(mu_);
   image_facts_[image_id] = facts;
   return facts;
@@ -103,69 +105,105 @@ absl::StatusOr<v1::PodSandboxStatusResponse> CriService::PodSandboxStatus(const 
   return resp;
 }
 
+absl::StatusOr<std::shared_ptr<const CriService::ListedSandboxes>> CriService::ListSandboxes(
+    const common::Context& ctx, const dockerclient::ListContainersOptions& narrowed) {
+  auto make = [&](const dockerclient::ListContainersOptions& options) -> absl::StatusOr<view::Made<ListedSandboxes>> {
+    ASSIGN_OR_RETURN(std::vector<dockerclient::ContainerSummary> containers, docker_.ListContainers(ctx, options));
+    view::Made<ListedSandboxes> made;
+    ListedSandboxes& listed = made.value;
+    for (const dockerclient::ContainerSummary& c : containers) {
+      listed.ids.insert(c.id);
+      const std::string name = c.names.empty() ? "" : c.names.front();
+      v1::PodSandbox sandbox;
+      *sandbox.mutable_metadata() = SandboxMetadataOf(name, c.labels);
+      if (sandbox.metadata().name().empty()) {
+        LOG_DEBUG << "skipping container " << c.id << ": labelled as a sandbox but not named like one";
+        continue;
+      }
+      sandbox.set_id(c.id);
+      sandbox.set_state(c.state == "running" ? v1::SANDBOX_READY : v1::SANDBOX_NOTREADY);
+      sandbox.set_created_at(c.created * 1000000000LL);
+      const ImageFacts image = FactsOfImage(ctx, c.image_id);
+      made.complete = made.complete && image.answered;
+      dockerclient::Labels own = WithoutLabelsOf(image, c.labels);
+      SplitLabels(own, sandbox.mutable_labels(), sandbox.mutable_annotations());
+      *listed.all.add_items() = std::move(sandbox);
+      listed.names.emplace_back(absl::StripPrefix(name, "/"));
+      listed.own_labels.push_back(std::move(own));
+    }
+    return made;
+  };
+  dockerclient::ListContainersOptions every;
+  every.all = true;
+  every.label_filter[kContainerTypeLabel] = kContainerTypeSandbox;
+  return listed_sandboxes_.Get(ViewVersion(), absl::Now(), kImageFactsRefresh, [&] { return make(every); },
+                            [&] { return make(narrowed); });
+}
+
 absl::StatusOr<v1::ListPodSandboxResponse> CriService::ListPodSandbox(const common::Context& ctx,
                                                                       const v1::ListPodSandboxRequest& req) {
+  ASSIGN_OR_RETURN(ListAnswer<v1::ListPodSandboxResponse> answer, SharedListPodSandbox(ctx, req));
+  return *answer.message;
+}
+
+absl::StatusOr<ListAnswer<v1::ListPodSandboxResponse>> CriService::SharedListPodSandbox(
+    const common::Context& ctx, const v1::ListPodSandboxRequest& req) {
   const v1::PodSandboxFilter& filter = req.filter();
-  dockerclient::ListContainersOptions list;
-  list.all = true;
+  dockerclient::ListContainersOptions narrowed;
+  narrowed.all = true;
   if (FitsDockerLabelFilter(filter.label_selector()))
-    for (const auto& [k, v] : filter.label_selector()) list.label_filter[k] = v;
-  list.label_filter[kContainerTypeLabel] = kContainerTypeSandbox;
-  if (!filter.id().empty()) list.id = filter.id();
-  ASSIGN_OR_RETURN(auto containers, docker_.ListContainers(ctx, list));
+    for (const auto& [k, v] : filter.label_selector()) narrowed.label_filter[k] = v;
+  narrowed.label_filter[kContainerTypeLabel] = kContainerTypeSandbox;
+  if (!filter.id().empty()) narrowed.id = filter.id();
+  ASSIGN_OR_RETURN(std::shared_ptr<const ListedSandboxes> listed, ListSandboxes(ctx, narrowed));
   std::multiset<std::string> in_flight;
   {
     std::lock_guard lock(mu_);
     in_flight = sandboxes_in_flight_;
   }
 
-  v1::ListPodSandboxResponse resp;
-  for (const auto& c : containers) {
-    const std::string name = c.names.empty() ? "" : c.names.front();
+  std::vector<int> kept;
+  for (int i = 0; i < listed->all.items_size(); ++i) {
+    const v1::PodSandbox& s = listed->all.items(i);
+    // Docker's id filter is a prefix, and crictl passes prefixes.
+    if (!absl::StartsWith(s.id(), filter.id())) continue;
     // Not listed until RunPodSandbox returns (sandboxes_in_flight_ in cri_service.h).
-    if (!name.empty() && in_flight.count(std::string(absl::StripPrefix(name, "/"))) > 0) continue;
-    v1::PodSandbox sandbox;
-    *sandbox.mutable_metadata() = SandboxMetadataOf(name, c.labels);
-    if (sandbox.metadata().name().empty()) {
-      LOG_DEBUG << "skipping container " << c.id << ": labelled as a sandbox but not named like one";
-      continue;
-    }
-    sandbox.set_id(c.id);
-    sandbox.set_state(c.state == "running" ? v1::SANDBOX_READY : v1::SANDBOX_NOTREADY);
-    if (filter.has_state() && filter.state().state() != sandbox.state()) continue;
-    sandbox.set_created_at(c.created * 1000000000LL);
-    const dockerclient::Labels own = WithoutLabelsOf(FactsOfImage(ctx, c.image_id), c.labels);
+    if (in_flight.count(listed->names[i]) > 0) continue;
+    if (filter.has_state() && filter.state().state() != s.state()) continue;
     // Docker's filter also matched image labels; the selector applies to the pod's own.
-    if (!MatchesLabelSelector(filter.label_selector(), own)) continue;
-    SplitLabels(own, sandbox.mutable_labels(), sandbox.mutable_annotations());
-    *resp.add_items() = std::move(sandbox);
+    if (!MatchesLabelSelector(filter.label_selector(), listed->own_labels[i])) continue;
+    kept.push_back(i);
   }
-  if (filter.label_selector().empty() && (!filter.has_state() || filter.state().state() == v1::SANDBOX_NOTREADY)) {
-    std::set<std::string> present;
-    for (const auto& c : containers) present.insert(c.id);
-    AppendCheckpointOnlySandboxes(filter.id(), present, resp);
-  }
-  return resp;
+  std::vector<v1::PodSandbox> checkpoint_only;
+  if (filter.label_selector().empty() && (!filter.has_state() || filter.state().state() == v1::SANDBOX_NOTREADY))
+    checkpoint_only = CheckpointOnlySandboxes(filter.id(), listed->ids);
+  if (std::cmp_equal(kept.size(), listed->all.items_size()) && checkpoint_only.empty())
+    return ListAnswer<v1::ListPodSandboxResponse>{{listed, &listed->all}, listed->wire};
+  auto resp = std::make_shared<v1::ListPodSandboxResponse>();
+  for (int i : kept) *resp->add_items() = listed->all.items(i);
+  for (v1::PodSandbox& s : checkpoint_only) *resp->add_items() = std::move(s);
+  return ListAnswer<v1::ListPodSandboxResponse>{std::move(resp), nullptr};
 }
 
-void CriService::AppendCheckpointOnlySandboxes(const std::string& id_prefix, const std::set<std::string>& present,
-                                               v1::ListPodSandboxResponse& resp) {
+std::vector<v1::PodSandbox> CriService::CheckpointOnlySandboxes(const std::string& id_prefix,
+                                                                const std::set<std::string>& present) {
   // A pod whose infra container is gone (removed by hand, lost with Docker's state)
   // still holds its network until StopPodSandbox; listing it NOTREADY, as
   // cri-dockerd does, lets the kubelet find it and clean up. Its checkpoint may be ours
   // or cri-dockerd's.
+  std::vector<v1::PodSandbox> out;
   for (const std::string& id : checkpoints_.Ids()) {
     if (present.count(id) > 0 || !absl::StartsWith(id, id_prefix)) continue;
     absl::StatusOr<SandboxCheckpoint> checkpoint = checkpoints_.Read(id);
     if (!checkpoint.ok()) continue;
-    v1::PodSandbox sandbox;
+    v1::PodSandbox& sandbox = out.emplace_back();
     sandbox.set_id(id);
     sandbox.mutable_metadata()->set_name(checkpoint->name);
     sandbox.mutable_metadata()->set_namespace_(checkpoint->namespace_);
     sandbox.mutable_metadata()->set_uid(checkpoint->uid);
     sandbox.set_state(v1::SANDBOX_NOTREADY);
-    *resp.add_items() = std::move(sandbox);
   }
+  return out;
 }
 
 }  // namespace shim

@@ -27,11 +27,13 @@ void ReleaseStartupPages();
 // The default trim runs only when the heap holds at least kTrimWorthBytes free: at a
 // steady trickle of calls (a relist a second) there is little to give back, and a
 // trim costs a walk of the heap plus page faults when the next call grows it again.
+// Even the check walks the heap's free lists (mallinfo2): with 100 pods, trimming every
+// 3 s under the kubelet's calls took a tenth of the shim's CPU, hence the long interval.
 class HeapTrimmer {
  public:
   static constexpr size_t kTrimWorthBytes = 1 << 20;
   // `trim` is the default (malloc_trim(0) when worth it) but in tests.
-  explicit HeapTrimmer(absl::Duration delay = absl::Seconds(1), absl::Duration interval = absl::Seconds(2),
+  explicit HeapTrimmer(absl::Duration delay = absl::Seconds(1), absl::Duration interval = absl::Seconds(30),
                        std::function<void()> trim = nullptr);
   ~HeapTrimmer();  // stops and joins
   HeapTrimmer(const HeapTrimmer&) = delete;

@@ -101,6 +101,12 @@ bool ContainerView::Live() const {
   return live_;
 }
 
+std::optional<uint64_t> ContainerView::Version() const {
+  std::lock_guard lock(mu_);
+  if (!live_) return std::nullopt;
+  return version_;
+}
+
 std::optional<std::vector<dockerclient::ContainerSummary>> ContainerView::List(
     const dockerclient::ListContainersOptions& options) const {
   const bool cri_only = options.label_filter.contains(kContainerTypeLabel) ||
@@ -164,12 +170,15 @@ absl::StatusOr<dockerclient::ContainerInspect> ContainerView::Reread(const commo
       // Not stored over what a read that began later stored, nor brought back when a
       // list that began later did not show it (removed behind the shim's back meanwhile).
       auto it = containers_.find(c->id);
-      if (it == containers_.end() && began.order > list_order_)
+      if (it == containers_.end() && began.order > list_order_) {
         containers_.emplace(c->id, Held{SummaryOf(*c), Kept(*c), began.order});
-      else if (it != containers_.end() && it->second.read_order < began.order)
+        ++version_;
+      } else if (it != containers_.end() && it->second.read_order < began.order) {
         it->second = Held{SummaryOf(*c), Kept(*c), began.order};
-    } else {
-      containers_.erase(c->id);
+        ++version_;
+      }
+    } else if (containers_.erase(c->id) > 0) {
+      ++version_;
     }
   } else if (absl::IsNotFound(c.status())) {
     Bury(id);
@@ -202,6 +211,7 @@ void ContainerView::Forget(const std::string& id) {
 void ContainerView::Bury(const std::string& id) {
   if (id.empty()) return;  // would be everyone's prefix
   ++removals_;
+  ++version_;
   const bool reading = !reads_.empty();
   // Every ID it prefixes is gone too: Docker looks a prefix up among all IDs. `id`
   // itself is remembered even when not held: a read under way may still bring it.
@@ -275,6 +285,7 @@ absl::StatusOr<std::vector<dockerclient::DockerEvent>> ContainerView::Reconcile(
     }
   }
   containers_ = std::move(fresh);
+  ++version_;
   list_order_ = began.order;
   live_ = primed_ = true;
   return missed;

@@ -33,6 +33,9 @@ class ContainerView final : public events::Follower {
   // holds only those with the io.kubernetes.docker.type label).
   std::optional<std::vector<dockerclient::ContainerSummary>> List(const dockerclient::ListContainersOptions& options) const;
   bool Live() const;
+  // Moves on with every change to what List answers; nullopt while the view is not live.
+  // What a List that begins after this call answers is at least as new as the version.
+  std::optional<uint64_t> Version() const;
   // Container `id`'s inspect for a status call (ContainerStatus, PodSandboxStatus): as
   // last read while the view is live and holds one for that full ID, as a list shows it;
   // else read from Docker, and kept for the next call when the view holds the container
@@ -89,6 +92,7 @@ class ContainerView final : public events::Follower {
   };
   std::map<std::string, Held> containers_;  // by ID; guarded by mu_
   bool live_ = false;    // guarded by mu_
+  uint64_t version_ = 0;  // guarded by mu_
   bool primed_ = false;  // a list was applied once; guarded by mu_
   // Removals are numbered. An answer read from Docker may have been taken just before
   // a removal that the view applied while it was on its way: what it shows of a

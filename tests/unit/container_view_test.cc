@@ -9,10 +9,12 @@
 #include <gtest/gtest.h>
 #include <stdlib.h>
 
+#include <algorithm>
 #include <filesystem>
 #include <functional>
 #include <future>
 #include <memory>
+#include <optional>
 #include <set>
 #include <string>
 #include <vector>
@@ -299,6 +301,99 @@ TEST_F(ContainerViewTest, EventsBringInWhatOthersDid) {
   ASSERT_TRUE(docker_.RemoveContainer(ctx_, c, true).ok());
   view_.OnEvent(Event(c, "destroy"));
   EXPECT_THAT(Containers(*viewed_), IsEmpty());
+}
+
+TEST_F(ContainerViewTest, TheVersionMovesWithWhatAListShowsAndNothingElse) {
+  EXPECT_EQ(view_.Version(), std::nullopt);  // not live before the first list
+  ASSERT_TRUE(view_.Reconcile().ok());
+  std::optional<uint64_t> version = view_.Version();
+  ASSERT_TRUE(version.has_value());
+  auto moved = [&] {
+    std::optional<uint64_t> now = view_.Version();
+    const bool changed = now != version;
+    version = now;
+    return changed;
+  };
+  const std::string pod = RunPod(*viewed_, "a");
+  EXPECT_TRUE(moved());
+  const std::string c = CreateContainer(*viewed_, pod, "a", "app");
+  EXPECT_TRUE(moved());
+  ASSERT_TRUE(Status(c).ok());  // a status read keeps its inspect: no list shows it
+  view_.OnEvent(Event(c, "exec_create: sh"));
+  EXPECT_FALSE(moved());
+  ASSERT_TRUE(docker_.StartContainer(ctx_, c).ok());
+  view_.OnEvent(Event(c, "start"));
+  EXPECT_TRUE(moved());
+  ASSERT_TRUE(docker_.RemoveContainer(ctx_, c, true).ok());
+  view_.OnEvent(Event(c, "destroy"));
+  EXPECT_TRUE(moved());
+  view_.OnStreamDown();
+  EXPECT_EQ(view_.Version(), std::nullopt);
+}
+
+TEST_F(ContainerViewTest, AListMadeWhileDockerCouldNotSayAnImagesLabelsIsNotKept) {
+  auto busybox = docker_.InspectImage(ctx_, kBusybox);
+  ASSERT_TRUE(busybox.ok());
+  docker_.SetImageLabels(busybox->id, {{"vendor", "acme"}, {"tier", "from-image"}});
+  ASSERT_TRUE(view_.Reconcile().ok());
+  const std::string pod = RunPod(*viewed_, "a");
+  CreateContainer(*viewed_, pod, "a", "app");
+  auto labels = [&] {
+    v1::ListContainersRequest req;
+    auto resp = viewed_->ListContainers(ctx_, req);
+    EXPECT_TRUE(resp.ok()) << resp.status();
+    std::vector<std::string> out;
+    if (resp.ok() && resp->containers_size() == 1)
+      for (const auto& [k, v] : resp->containers(0).labels()) out.push_back(k + "=" + v);
+    std::sort(out.begin(), out.end());
+    return out;
+  };
+  // Docker does not answer for the image: its labels cannot be told apart.
+  docker_.FailOperation("InspectImage", absl::UnavailableError("docker is busy"));
+  EXPECT_THAT(labels(), ElementsAre("tier=web", "vendor=acme"));
+  // Nothing changed in the view since, but that list was not kept.
+  docker_.ClearFailures();
+  EXPECT_THAT(labels(), ElementsAre("tier=web"));
+  v1::ContainerFilter from_image;
+  (*from_image.mutable_label_selector())["vendor"] = "acme";
+  EXPECT_THAT(Containers(*viewed_, from_image), IsEmpty());
+}
+
+TEST_F(ContainerViewTest, RelistsShareOneAnswerUntilTheViewChanges) {
+  ASSERT_TRUE(view_.Reconcile().ok());
+  const std::string pod = RunPod(*viewed_, "a");
+  const std::string c = CreateContainer(*viewed_, pod, "a", "app");
+  auto first = viewed_->SharedListContainers(ctx_, v1::ListContainersRequest());
+  auto again = viewed_->SharedListContainers(ctx_, v1::ListContainersRequest());
+  ASSERT_TRUE(first.ok() && again.ok());
+  ASSERT_NE(first->wire, nullptr);
+  EXPECT_EQ(first->message, again->message);
+  EXPECT_EQ(first->wire, again->wire);
+  auto pods = viewed_->SharedListPodSandbox(ctx_, v1::ListPodSandboxRequest());
+  auto pods_again = viewed_->SharedListPodSandbox(ctx_, v1::ListPodSandboxRequest());
+  ASSERT_TRUE(pods.ok() && pods_again.ok());
+  ASSERT_NE(pods->wire, nullptr);
+  EXPECT_EQ(pods->message, pods_again->message);
+  // A filter that leaves something out gets an answer of its own.
+  v1::ListContainersRequest running;
+  running.mutable_filter()->mutable_state()->set_state(v1::CONTAINER_RUNNING);
+  auto filtered = viewed_->SharedListContainers(ctx_, running);
+  ASSERT_TRUE(filtered.ok());
+  EXPECT_EQ(filtered->wire, nullptr);
+  EXPECT_EQ(filtered->message->containers_size(), 0);
+  // A filter that leaves nothing out shares the whole answer.
+  v1::ListContainersRequest of_pod;
+  of_pod.mutable_filter()->set_pod_sandbox_id(pod);
+  auto whole = viewed_->SharedListContainers(ctx_, of_pod);
+  ASSERT_TRUE(whole.ok());
+  EXPECT_EQ(whole->message, first->message);
+  Start(*viewed_, c);
+  auto after = viewed_->SharedListContainers(ctx_, v1::ListContainersRequest());
+  ASSERT_TRUE(after.ok());
+  EXPECT_NE(after->message, first->message);
+  EXPECT_NE(after->wire, first->wire);
+  ASSERT_EQ(after->message->containers_size(), 1);
+  EXPECT_EQ(after->message->containers(0).state(), v1::CONTAINER_RUNNING);
 }
 
 TEST_F(ContainerViewTest, AsksDockerWhileTheStreamIsDown) {

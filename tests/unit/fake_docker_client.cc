@@ -117,6 +117,11 @@ std::string FakeDockerClient::AddImage(const std::vector<std::string>& tags, con
   return image.id;
 }
 
+void FakeDockerClient::SetImageLabels(const std::string& image_id, dockerclient::Labels labels) {
+  std::lock_guard lock(mu_);
+  images_.at(image_id).config.labels = std::move(labels);
+}
+
 void FakeDockerClient::SetImageFiles(const std::string& image_id, std::map<std::string, std::string> files) {
   std::lock_guard lock(mu_);
   image_files_[image_id] = std::move(files);
@@ -397,6 +402,7 @@ absl::StatusOr<std::string> FakeDockerClient::CreateContainer(const common::Cont
   c.inspect.config_image = image_ref;
   c.inspect.state.status = "created";
   c.inspect.state.started_at = c.inspect.state.finished_at = "0001-01-01T00:00:00Z";
+  c.inspect.labels = images_.at(image_id).config.labels;
   if (body.contains("Labels") && body["Labels"].is_object())
     for (auto& [k, v] : body["Labels"].items()) c.inspect.labels[k] = v.get<std::string>();
   c.inspect.hostname = body.value("Hostname", "");

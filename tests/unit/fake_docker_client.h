@@ -28,6 +28,8 @@ class FakeDockerClient : public dockerclient::DockerClient {
   // The files ExportContainer gives for containers of image `image_id`, by relative path
   // (a path ending in '/' is a directory); each becomes a ustar entry, mode 0755.
   void SetImageFiles(const std::string& image_id, std::map<std::string, std::string> files);
+  // The image's own labels, which its containers get under theirs, as Docker merges them.
+  void SetImageLabels(const std::string& image_id, dockerclient::Labels labels);
   // Images PullImage can "fetch", by reference; pulling anything else fails NOT_FOUND.
   void AddPullableImage(const std::string& reference, const std::string& user = "");
   // Every call of `op` (e.g. "PullImage", "CreateContainer") fails with `status` until cleared.

@@ -310,7 +310,12 @@ class MalformedRequestsTest : public ::testing::Test {
 
   // The call over the wire (unary and server-streaming RPCs alike): the status, with
   // every streamed response read.
-  grpc::Status Call(const pb::MethodDescriptor& method, const pb::Message& req) {
+  grpc::Status Call(const pb::MethodDescriptor& method, const pb::Message& req, std::string* answer = nullptr) {
+    return CallWithBytes(method, req.SerializeAsString(), answer);
+  }
+  // `answer`: the last response's bytes.
+  grpc::Status CallWithBytes(const pb::MethodDescriptor& method, const std::string& bytes,
+                             std::string* answer = nullptr) {
     grpc::ClientContext ctx;
     ctx.set_deadline(std::chrono::system_clock::now() +
                      std::chrono::milliseconds(method.name() == "GetContainerEvents" ? 300 : 30000));
@@ -322,7 +327,6 @@ class MalformedRequestsTest : public ::testing::Test {
     const auto wait = [&] { return cq.Next(&tag, &ok) && ok; };
     call->StartCall(this);
     if (wait()) {
-      const std::string bytes = req.SerializeAsString();
       grpc::Slice slice(bytes);
       grpc::ByteBuffer request(&slice, 1);
       call->WriteLast(request, grpc::WriteOptions(), this);
@@ -331,6 +335,12 @@ class MalformedRequestsTest : public ::testing::Test {
       for (;;) {
         call->Read(&response, this);
         if (!wait()) break;
+        if (answer) {
+          std::vector<grpc::Slice> slices;
+          answer->clear();
+          if (response.Dump(&slices).ok())
+            for (const grpc::Slice& s : slices) answer->append(reinterpret_cast<const char*>(s.begin()), s.size());
+        }
       }
     }
     grpc::Status status;
@@ -472,6 +482,40 @@ TEST_F(MalformedRequestsTest, StopAndRemoveContainerLeaveAPodsInfraContainerAlon
     EXPECT_THAT(status.error_message(), ::testing::HasSubstr("pod infra container")) << rpc;
   }
   EXPECT_EQ(docker_.Containers().at(sandbox_id_).inspect.state.status, "running");
+}
+
+// The relists run on gRPC's raw API (grpc_services.h): what they answer over the wire is
+// what the service lists, and bytes that are no request are refused, not guessed at.
+TEST_F(MalformedRequestsTest, RelistsOverTheWireAnswerWhatTheServiceListsAndRefuseWhatIsNoRequest) {
+  const pb::DescriptorPool* pool = pb::DescriptorPool::generated_pool();
+  const pb::MethodDescriptor* pods = pool->FindMethodByName("runtime.v1.RuntimeService.ListPodSandbox");
+  const pb::MethodDescriptor* containers = pool->FindMethodByName("runtime.v1.RuntimeService.ListContainers");
+  ASSERT_NE(pods, nullptr);
+  ASSERT_NE(containers, nullptr);
+  std::string bytes;
+  ASSERT_TRUE(Call(*pods, v1::ListPodSandboxRequest(), &bytes).ok());
+  v1::ListPodSandboxResponse pods_sent;
+  ASSERT_TRUE(pods_sent.ParseFromString(bytes));
+  auto pods_listed = service_->ListPodSandbox(ctx_, v1::ListPodSandboxRequest());
+  ASSERT_TRUE(pods_listed.ok());
+  ASSERT_EQ(pods_sent.items_size(), 1);
+  EXPECT_EQ(pods_sent.SerializeAsString(), pods_listed->SerializeAsString());
+  v1::ListContainersRequest by_pod;
+  by_pod.mutable_filter()->set_pod_sandbox_id(sandbox_id_);
+  ASSERT_TRUE(Call(*containers, by_pod, &bytes).ok());
+  v1::ListContainersResponse containers_sent;
+  ASSERT_TRUE(containers_sent.ParseFromString(bytes));
+  ASSERT_EQ(containers_sent.containers_size(), 1);
+  EXPECT_EQ(containers_sent.containers(0).id(), container_id_);
+
+  const std::string not_a_message = "\xff\xff\xff\xff";  // a field key whose varint never ends
+  for (const pb::MethodDescriptor* method : {pods, containers}) {
+    const grpc::Status refused = CallWithBytes(*method, not_a_message);
+    EXPECT_EQ(refused.error_code(), Code::INVALID_ARGUMENT) << method->name() << ": " << refused.error_message();
+    EXPECT_THAT(refused.error_message(), ::testing::HasSubstr("not a valid message"));
+  }
+  EXPECT_TRUE(Call(*containers, v1::ListContainersRequest()).ok());
+  EXPECT_EQ(Snapshot(), before_);
 }
 
 TEST_F(MalformedRequestsTest, AnOversizedRequestIsRefusedAndTheServerGoesOn) {
