@@ -63,6 +63,17 @@ std::optional<uint64_t> CriService::ViewVersion() const {
   return options_.container_view ? options_.container_view->Version() : std::nullopt;
 }
 
+dockerclient::ListContainersOptions CriService::CriListOptions(
+    const char* type, const std::string& id_prefix, const google::protobuf::Map<std::string, std::string>& selector) {
+  dockerclient::ListContainersOptions options;
+  options.all = true;
+  if (FitsDockerLabelFilter(selector))
+    for (const auto& [k, v] : selector) options.label_filter[k] = v;
+  options.label_filter[kContainerTypeLabel] = type;
+  if (!id_prefix.empty()) options.id = id_prefix;
+  return options;
+}
+
 absl::StatusOr<std::shared_ptr<const CriService::ListedContainers>> CriService::ListCriContainers(
     const common::Context& ctx, const dockerclient::ListContainersOptions& narrowed) {
   auto make = [&](const dockerclient::ListContainersOptions& options) -> absl::StatusOr<view::Made<ListedContainers>> {
@@ -82,22 +93,16 @@ absl::StatusOr<std::shared_ptr<const CriService::ListedContainers>> CriService::
     }
     return made;
   };
-  dockerclient::ListContainersOptions every;
-  every.all = true;
-  every.label_filter[kContainerTypeLabel] = kContainerTypeContainer;
-  return listed_containers_.Get(ViewVersion(), absl::Now(), kImageFactsRefresh, [&] { return make(every); },
-                            [&] { return make(narrowed); });
+  return listed_containers_.Get(
+      ViewVersion(), absl::Now(), kImageFactsRefresh, [&] { return make(CriListOptions(kContainerTypeContainer)); },
+      [&] { return make(narrowed); });
 }
 
 absl::StatusOr<ListAnswer<v1::ListContainersResponse>> CriService::ListContainersOf(
     const common::Context& ctx, const v1::ContainerFilter& filter, const std::string& sandbox_id) {
-  dockerclient::ListContainersOptions narrowed;
-  narrowed.all = true;
-  if (FitsDockerLabelFilter(filter.label_selector()))
-    for (const auto& [k, v] : filter.label_selector()) narrowed.label_filter[k] = v;
-  narrowed.label_filter[kContainerTypeLabel] = kContainerTypeContainer;
+  dockerclient::ListContainersOptions narrowed =
+      CriListOptions(kContainerTypeContainer, filter.id(), filter.label_selector());
   if (!sandbox_id.empty()) narrowed.label_filter[kSandboxIdLabel] = sandbox_id;
-  if (!filter.id().empty()) narrowed.id = filter.id();
   ASSIGN_OR_RETURN(std::shared_ptr<const ListedContainers> listed, ListCriContainers(ctx, narrowed));
 
   std::vector<int> kept;

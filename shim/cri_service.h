@@ -317,6 +317,13 @@ class CriService {
   };
   // The container view's version; unset when there is no view or it is not live.
   std::optional<uint64_t> ViewVersion() const;
+  // Docker's list of the CRI containers of `type` (kContainerTypeSandbox or
+  // kContainerTypeContainer), stopped ones too: all of them, or those an ID prefix and a
+  // label selector pick (the selector when it fits in Docker's request; callers match
+  // it again against the containers' own labels).
+  static dockerclient::ListContainersOptions CriListOptions(
+      const char* type, const std::string& id_prefix = "",
+      const google::protobuf::Map<std::string, std::string>& selector = {});
   absl::StatusOr<std::shared_ptr<const ListedSandboxes>> ListSandboxes(const common::Context& ctx,
                                                                        const dockerclient::ListContainersOptions& narrowed);
   absl::StatusOr<std::shared_ptr<const ListedContainers>> ListCriContainers(

@@ -133,11 +133,9 @@ absl::StatusOr<std::shared_ptr<const CriService::ListedSandboxes>> CriService::L
     }
     return made;
   };
-  dockerclient::ListContainersOptions every;
-  every.all = true;
-  every.label_filter[kContainerTypeLabel] = kContainerTypeSandbox;
-  return listed_sandboxes_.Get(ViewVersion(), absl::Now(), kImageFactsRefresh, [&] { return make(every); },
-                            [&] { return make(narrowed); });
+  return listed_sandboxes_.Get(
+      ViewVersion(), absl::Now(), kImageFactsRefresh, [&] { return make(CriListOptions(kContainerTypeSandbox)); },
+      [&] { return make(narrowed); });
 }
 
 absl::StatusOr<v1::ListPodSandboxResponse> CriService::ListPodSandbox(const common::Context& ctx,
@@ -149,13 +147,8 @@ absl::StatusOr<v1::ListPodSandboxResponse> CriService::ListPodSandbox(const comm
 absl::StatusOr<ListAnswer<v1::ListPodSandboxResponse>> CriService::SharedListPodSandbox(
     const common::Context& ctx, const v1::ListPodSandboxRequest& req) {
   const v1::PodSandboxFilter& filter = req.filter();
-  dockerclient::ListContainersOptions narrowed;
-  narrowed.all = true;
-  if (FitsDockerLabelFilter(filter.label_selector()))
-    for (const auto& [k, v] : filter.label_selector()) narrowed.label_filter[k] = v;
-  narrowed.label_filter[kContainerTypeLabel] = kContainerTypeSandbox;
-  if (!filter.id().empty()) narrowed.id = filter.id();
-  ASSIGN_OR_RETURN(std::shared_ptr<const ListedSandboxes> listed, ListSandboxes(ctx, narrowed));
+  ASSIGN_OR_RETURN(std::shared_ptr<const ListedSandboxes> listed,
+                   ListSandboxes(ctx, CriListOptions(kContainerTypeSandbox, filter.id(), filter.label_selector())));
   std::multiset<std::string> in_flight;
   {
     std::lock_guard lock(mu_);
