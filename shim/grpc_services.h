@@ -27,11 +27,47 @@ grpc::Status ToGrpcStatus(const absl::Status& status);
 // Returns once every call has answered and the workers are joined.
 void StopServing(grpc::Server& server, dispatch::Dispatcher& dispatcher, absl::Duration grace);
 
-// The relists, ListPodSandbox and ListContainers, are on gRPC's raw API: an answer
-// that every call shares until the node changes goes out as the bytes its first call
-// serialized (CriService::ListAnswer).
-using RuntimeServiceBase = v1::RuntimeService::WithRawCallbackMethod_ListPodSandbox<
-    v1::RuntimeService::WithRawCallbackMethod_ListContainers<v1::RuntimeService::CallbackService>>;
+namespace service_layers {
+
+// `LayeredService<Base, A, B, C>::type` is A<B<C<Base>>>: gRPC's generated service, one
+// method per layer.
+template <class Base, template <class> class... Layers>
+struct LayeredService {
+  using type = Base;
+};
+template <class Base, template <class> class First, template <class> class... Rest>
+struct LayeredService<Base, First, Rest...> {
+  using type = First<typename LayeredService<Base, Rest...>::type>;
+};
+
+// Every RPC on gRPC's callback API; the relists, ListPodSandbox and ListContainers, on
+// its raw one: an answer that every call shares until the node changes goes out as the
+// bytes its first call serialized (CriService::ListAnswer). Spelled out rather than
+// stacked on CallbackService, whose typed callback method a raw layer would hide (clang's
+// -Woverloaded-virtual). A method left out does not compile: each one here is `override`.
+using RS = v1::RuntimeService;
+using Runtime = LayeredService<
+    RS::Service, RS::WithCallbackMethod_Version, RS::WithCallbackMethod_RunPodSandbox,
+    RS::WithCallbackMethod_StopPodSandbox, RS::WithCallbackMethod_RemovePodSandbox,
+    RS::WithCallbackMethod_PodSandboxStatus, RS::WithRawCallbackMethod_ListPodSandbox,
+    RS::WithCallbackMethod_StreamPodSandboxes, RS::WithCallbackMethod_CreateContainer,
+    RS::WithCallbackMethod_StartContainer, RS::WithCallbackMethod_StopContainer,
+    RS::WithCallbackMethod_RemoveContainer, RS::WithRawCallbackMethod_ListContainers,
+    RS::WithCallbackMethod_StreamContainers, RS::WithCallbackMethod_ContainerStatus,
+    RS::WithCallbackMethod_UpdateContainerResources, RS::WithCallbackMethod_ReopenContainerLog,
+    RS::WithCallbackMethod_ExecSync, RS::WithCallbackMethod_Exec, RS::WithCallbackMethod_Attach,
+    RS::WithCallbackMethod_PortForward, RS::WithCallbackMethod_ContainerStats,
+    RS::WithCallbackMethod_ListContainerStats, RS::WithCallbackMethod_StreamContainerStats,
+    RS::WithCallbackMethod_PodSandboxStats, RS::WithCallbackMethod_ListPodSandboxStats,
+    RS::WithCallbackMethod_StreamPodSandboxStats, RS::WithCallbackMethod_UpdateRuntimeConfig,
+    RS::WithCallbackMethod_Status, RS::WithCallbackMethod_CheckpointContainer,
+    RS::WithCallbackMethod_GetContainerEvents, RS::WithCallbackMethod_ListMetricDescriptors,
+    RS::WithCallbackMethod_ListPodSandboxMetrics, RS::WithCallbackMethod_StreamPodSandboxMetrics,
+    RS::WithCallbackMethod_RuntimeConfig, RS::WithCallbackMethod_UpdatePodSandboxResources>::type;
+
+}  // namespace service_layers
+
+using RuntimeServiceBase = service_layers::Runtime;
 
 // GetContainerEvents, endless, runs on no worker: its reactor writes what the hub
 // pushes.
