@@ -711,11 +711,28 @@ absl::Status CheckpointStore::Remove(const std::string& sandbox_id) {
 }
 
 std::vector<std::string> CheckpointStore::Candidates(const std::string& dir) {
+  // A change to a directory moves its mtime, but by the file system's clock tick: a
+  // change in the tick of the last read could leave it as it was. So a read is trusted
+  // only if it began well after the mtime it saw.
+  constexpr absl::Duration kMtimeTick = absl::Seconds(1);
   std::vector<std::string> names;
   std::lock_guard<std::mutex> lock(mu_);
+  struct stat st {};
+  if (::stat(dir.c_str(), &st) != 0) {
+    if (errno != ENOENT) LOG_WARN << "checkpoint: cannot list " << dir << ": " << std::strerror(errno);
+    directory_reads_.erase(dir);
+    return names;
+  }
+  const int64_t mtime_ns = absl::ToUnixNanos(absl::TimeFromTimespec(st.st_mtim));
+  if (auto last = directory_reads_.find(dir);
+      last != directory_reads_.end() && last->second.mtime_ns == mtime_ns && last->second.inode == st.st_ino &&
+      last->second.began - absl::FromUnixNanos(mtime_ns) > kMtimeTick)
+    return last->second.names;
+  const absl::Time began = absl::Now();
   DIR* d = ::opendir(dir.c_str());
   if (d == nullptr) {
     if (errno != ENOENT) LOG_WARN << "checkpoint: cannot list " << dir << ": " << std::strerror(errno);
+    directory_reads_.erase(dir);
     return names;
   }
   while (struct dirent* entry = ::readdir(d)) {
@@ -727,6 +744,7 @@ std::vector<std::string> CheckpointStore::Candidates(const std::string& dir) {
     names.push_back(std::move(name));
   }
   ::closedir(d);
+  directory_reads_[dir] = DirectoryRead{mtime_ns, st.st_ino, began, names};
   return names;
 }
 

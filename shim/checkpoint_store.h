@@ -108,7 +108,8 @@ class CheckpointStore {
   // Logs why cri-dockerd's file at `path` cannot be imported and remembers it; it is
   // cri-dockerd's, so it stays where it is. Returns NOT_FOUND.
   absl::Status IgnoreUnusable(const std::string& sandbox_id, const std::string& path, const absl::Status& why);
-  // The names in `dir` that may be checkpoints.
+  // The names in `dir` that may be checkpoints. Read again only when the directory's
+  // mtime moved: every ListPodSandbox asks (for pods known only by their checkpoint).
   std::vector<std::string> Candidates(const std::string& dir);
 
   const std::string dir_;
@@ -125,6 +126,14 @@ class CheckpointStore {
   // Paths of cri-dockerd's files that could not be imported: not read again (they are
   // not set aside as ours are).
   std::set<std::string> unusable_cri_dockerd_;
+  // The last read of each directory, with its mtime (ns) then and when the read began.
+  struct DirectoryRead {
+    int64_t mtime_ns = 0;
+    uint64_t inode = 0;
+    absl::Time began;
+    std::vector<std::string> names;
+  };
+  std::map<std::string, DirectoryRead> directory_reads_;  // by directory; guarded by mu_
 };
 
 // Where the checkpoints of a root directory live (ours and cri-dockerd's alike).
