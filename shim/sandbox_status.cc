@@ -56,7 +56,9 @@ absl::StatusOr<v1::PodSandboxStatusResponse> CriService::PodSandboxStatus(const 
                                                                           const v1::PodSandboxStatusRequest& req) {
   if (req.pod_sandbox_id().empty())
     return absl::InvalidArgumentError("PodSandboxStatus: pod_sandbox_id is required");
-  ASSIGN_OR_RETURN(dockerclient::ContainerInspect sandbox, InspectSandbox(ctx, req.pod_sandbox_id(), Reading::kForStatus));
+  // The verbose info carries Docker's HostConfig, which the container view does not keep.
+  ASSIGN_OR_RETURN(dockerclient::ContainerInspect sandbox,
+                   InspectSandbox(ctx, req.pod_sandbox_id(), req.verbose() ? Reading::kDocker : Reading::kForStatus));
   absl::StatusOr<SandboxCheckpoint> checkpoint = checkpoints_.Read(sandbox.id);
   if (WantsAdoption(sandbox, checkpoint)) checkpoint = AdoptPodNetwork(ctx, sandbox, std::move(checkpoint));
 
