@@ -625,7 +625,7 @@ TEST_P(StatsServiceTest, AGonePidGivesNoSample) {
 // --- writable layer ---------------------------------------------------------------------
 
 TEST_P(StatsServiceTest, WritableLayerIsMeasuredInTheBackground) {
-  stats::WritableLayerCollector layers(stats::LayerCollectorOptions{absl::Milliseconds(20), absl::Minutes(1)});
+  stats::WritableLayerCollector layers(stats::LayerCollectorOptions{absl::Milliseconds(20), absl::Minutes(1), absl::Milliseconds(20)});
   service_ = MakeService(&layers);
   const std::string pod = RunPod(PodConfig("web"));
   const std::string id = AddContainer(pod, "app");
