@@ -13,6 +13,7 @@
 // writes that sandbox.
 #include <array>
 #include <map>
+#include <memory>
 #include <mutex>
 #include <optional>
 #include <set>
@@ -79,8 +80,10 @@ class CheckpointStore {
   // IDs of every readable checkpoint on disk, ours and cri-dockerd's.
   std::vector<std::string> List();
   // IDs of every checkpoint file on disk, ours and cri-dockerd's, sorted and unread (a
-  // relist reads only those of pods Docker does not list).
-  std::vector<std::string> Ids();
+  // relist reads only those of pods Docker does not list). One list is shared until a
+  // directory changes: every ListPodSandbox asks.
+  using IdList = std::shared_ptr<const std::vector<std::string>>;
+  IdList Ids();
   // Deletes the files set aside as corrupt more than `age` ago; returns their paths.
   std::vector<std::string> RemoveCorruptOlderThan(absl::Duration age);
   // Deletes the temp files of writes a crash interrupted (only safe before serving);
@@ -110,7 +113,7 @@ class CheckpointStore {
   absl::Status IgnoreUnusable(const std::string& sandbox_id, const std::string& path, const absl::Status& why);
   // The names in `dir` that may be checkpoints. Read again only when the directory's
   // mtime moved: every ListPodSandbox asks (for pods known only by their checkpoint).
-  std::vector<std::string> Candidates(const std::string& dir);
+  IdList Candidates(const std::string& dir);
 
   const std::string dir_;
   // cri-dockerd's <root>/sandbox; empty when it has none or it is dir_.
@@ -131,9 +134,14 @@ class CheckpointStore {
     int64_t mtime_ns = 0;
     uint64_t inode = 0;
     absl::Time began;
-    std::vector<std::string> names;
+    IdList names;  // sorted
   };
   std::map<std::string, DirectoryRead> directory_reads_;  // by directory; guarded by mu_
+  struct MergedIds {
+    std::pair<IdList, IdList> of;  // ours and cri-dockerd's reads
+    IdList ids;
+  };
+  MergedIds merged_;  // guarded by mu_
 };
 
 // Where the checkpoints of a root directory live (ours and cri-dockerd's alike).

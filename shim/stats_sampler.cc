@@ -47,7 +47,8 @@ ContainerFigures StatsSampler::Container(const common::Context& ctx, v1::Contain
     if (std::optional<stats::CgroupDirs> dirs = CgroupOfRunning(ctx, id, *facts)) {
       out.cgroup = Read(id, *dirs);
       // Gone (it stopped since the list): found again from its process next time.
-      if (!out.cgroup->figures.cpu_usage_ns) Forget(id);
+      const stats::CgroupFigures& read = out.cgroup->figures;
+      if (!read.cpu_usage_ns && !read.memory && !read.process_count) Forget(id);
     }
   }
   if (options_.writable_layers && !facts->upper_dir.empty())

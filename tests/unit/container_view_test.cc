@@ -279,6 +279,7 @@ TEST_F(ContainerViewTest, TheShimsOwnCallsShowAtOnce) {
 
 TEST_F(ContainerViewTest, EventsBringInWhatOthersDid) {
   ASSERT_TRUE(view_.Reconcile().ok());
+  EXPECT_THAT(Pods(*viewed_), IsEmpty());
   const std::string pod = RunPod(*direct_, "a");  // behind the view's back
   const std::string c = CreateContainer(*direct_, pod, "a", "app");
   // Served from memory, which no event reached yet: the pod shows only by its
