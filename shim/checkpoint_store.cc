@@ -22,6 +22,8 @@
 #include <unistd.h>
 #include <zlib.h>
 
+#include <algorithm>
+#include <iterator>
 #include <set>
 #include <cerrno>
 #include <climits>
@@ -710,14 +712,32 @@ absl::Status CheckpointStore::Remove(const std::string& sandbox_id) {
   return absl::OkStatus();
 }
 
-std::vector<std::string> CheckpointStore::Candidates(const std::string& dir) {
-  std::vector<std::string> names;
+CheckpointStore::IdList CheckpointStore::Candidates(const std::string& dir) {
+  // A change to a directory moves its mtime, but by the file system's clock tick: a
+  // change in the tick of the last read could leave it as it was. So a read is trusted
+  // only if it began well after the mtime it saw.
+  constexpr absl::Duration kMtimeTick = absl::Seconds(1);
+  static const IdList kNone = std::make_shared<const std::vector<std::string>>();
   std::lock_guard<std::mutex> lock(mu_);
+  struct stat st {};
+  if (::stat(dir.c_str(), &st) != 0) {
+    if (errno != ENOENT) LOG_WARN << "checkpoint: cannot list " << dir << ": " << std::strerror(errno);
+    directory_reads_.erase(dir);
+    return kNone;
+  }
+  const int64_t mtime_ns = absl::ToUnixNanos(absl::TimeFromTimespec(st.st_mtim));
+  if (auto last = directory_reads_.find(dir);
+      last != directory_reads_.end() && last->second.mtime_ns == mtime_ns && last->second.inode == st.st_ino &&
+      last->second.began - absl::FromUnixNanos(mtime_ns) > kMtimeTick)
+    return last->second.names;
+  const absl::Time began = absl::Now();
   DIR* d = ::opendir(dir.c_str());
   if (d == nullptr) {
     if (errno != ENOENT) LOG_WARN << "checkpoint: cannot list " << dir << ": " << std::strerror(errno);
-    return names;
+    directory_reads_.erase(dir);
+    return kNone;
   }
+  std::vector<std::string> names;
   while (struct dirent* entry = ::readdir(d)) {
     std::string name = entry->d_name;
     // Skips ".", "..", cri-dockerd's ".<random>" temp files, ours (*.tmp) and
@@ -727,23 +747,31 @@ std::vector<std::string> CheckpointStore::Candidates(const std::string& dir) {
     names.push_back(std::move(name));
   }
   ::closedir(d);
-  return names;
+  std::sort(names.begin(), names.end());
+  auto read = std::make_shared<const std::vector<std::string>>(std::move(names));
+  directory_reads_[dir] = DirectoryRead{mtime_ns, st.st_ino, began, read};
+  return read;
 }
 
-std::vector<std::string> CheckpointStore::Ids() {
-  std::set<std::string> candidates;
-  for (std::string& name : Candidates(dir_)) candidates.insert(std::move(name));
-  if (!cri_dockerd_dir_.empty()) {
-    for (std::string& name : Candidates(cri_dockerd_dir_)) candidates.insert(std::move(name));
+CheckpointStore::IdList CheckpointStore::Ids() {
+  IdList ours = Candidates(dir_);
+  if (cri_dockerd_dir_.empty()) return ours;
+  IdList theirs = Candidates(cri_dockerd_dir_);
+  std::lock_guard<std::mutex> lock(mu_);
+  if (merged_.of != std::pair{ours, theirs}) {
+    std::vector<std::string> both;
+    std::set_union(ours->begin(), ours->end(), theirs->begin(), theirs->end(), std::back_inserter(both));
+    merged_ = {{ours, theirs}, std::make_shared<const std::vector<std::string>>(std::move(both))};
   }
-  return {candidates.begin(), candidates.end()};
+  return merged_.ids;
 }
 
 std::vector<std::string> CheckpointStore::List() {
   // Only IDs that decode: a corrupt file of ours is set aside here, on first sight.
   std::vector<std::string> ids;
-  for (std::string& id : Ids()) {
-    if (Read(id).ok()) ids.push_back(std::move(id));
+  const IdList all = Ids();  // held: a range-for would not keep the temporary alive
+  for (const std::string& id : *all) {
+    if (Read(id).ok()) ids.push_back(id);
   }
   return ids;
 }

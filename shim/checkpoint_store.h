@@ -13,6 +13,7 @@
 // writes that sandbox.
 #include <array>
 #include <map>
+#include <memory>
 #include <mutex>
 #include <optional>
 #include <set>
@@ -79,8 +80,10 @@ class CheckpointStore {
   // IDs of every readable checkpoint on disk, ours and cri-dockerd's.
   std::vector<std::string> List();
   // IDs of every checkpoint file on disk, ours and cri-dockerd's, sorted and unread (a
-  // relist reads only those of pods Docker does not list).
-  std::vector<std::string> Ids();
+  // relist reads only those of pods Docker does not list). One list is shared until a
+  // directory changes: every ListPodSandbox asks.
+  using IdList = std::shared_ptr<const std::vector<std::string>>;
+  IdList Ids();
   // Deletes the files set aside as corrupt more than `age` ago; returns their paths.
   std::vector<std::string> RemoveCorruptOlderThan(absl::Duration age);
   // Deletes the temp files of writes a crash interrupted (only safe before serving);
@@ -108,8 +111,9 @@ class CheckpointStore {
   // Logs why cri-dockerd's file at `path` cannot be imported and remembers it; it is
   // cri-dockerd's, so it stays where it is. Returns NOT_FOUND.
   absl::Status IgnoreUnusable(const std::string& sandbox_id, const std::string& path, const absl::Status& why);
-  // The names in `dir` that may be checkpoints.
-  std::vector<std::string> Candidates(const std::string& dir);
+  // The names in `dir` that may be checkpoints. Read again only when the directory's
+  // mtime moved: every ListPodSandbox asks (for pods known only by their checkpoint).
+  IdList Candidates(const std::string& dir);
 
   const std::string dir_;
   // cri-dockerd's <root>/sandbox; empty when it has none or it is dir_.
@@ -125,6 +129,19 @@ class CheckpointStore {
   // Paths of cri-dockerd's files that could not be imported: not read again (they are
   // not set aside as ours are).
   std::set<std::string> unusable_cri_dockerd_;
+  // The last read of each directory, with its mtime (ns) then and when the read began.
+  struct DirectoryRead {
+    int64_t mtime_ns = 0;
+    uint64_t inode = 0;
+    absl::Time began;
+    IdList names;  // sorted
+  };
+  std::map<std::string, DirectoryRead> directory_reads_;  // by directory; guarded by mu_
+  struct MergedIds {
+    std::pair<IdList, IdList> of;  // ours and cri-dockerd's reads
+    IdList ids;
+  };
+  MergedIds merged_;  // guarded by mu_
 };
 
 // Where the checkpoints of a root directory live (ours and cri-dockerd's alike).

@@ -20,6 +20,7 @@
 #include "shim/imagevolumes/image_volumes.h"
 #include "shim/logs/log_copier.h"
 #include "shim/cri_service.h"
+#include "shim/docker_removal.h"
 #include "shim/naming.h"
 
 namespace shim {
@@ -353,7 +354,7 @@ absl::StatusOr<v1::RemoveContainerResponse> CriService::RemoveContainer(const co
   if (absl::IsNotFound(container.status())) return v1::RemoveContainerResponse();
   RETURN_IF_ERROR(container.status());
   RETURN_IF_ERROR(RequireKubernetesContainer(*container, req.container_id(), "remove", "RemovePodSandbox"));
-  absl::Status s = docker_.RemoveContainer(ctx, container->id, /*force=*/true);
+  absl::Status s = RemoveDockerContainer(docker_, ctx, container->id);
   if (!s.ok() && !absl::IsNotFound(s)) return common::Annotate(s, "remove container");
   RemoveUnusedImageVolumes(ctx, container->labels);
   // The kubelet removes the log file itself.

@@ -105,8 +105,14 @@ absl::StatusOr<ListAnswer<v1::ListContainersResponse>> CriService::ListContainer
   if (!sandbox_id.empty()) narrowed.label_filter[kSandboxIdLabel] = sandbox_id;
   ASSIGN_OR_RETURN(std::shared_ptr<const ListedContainers> listed, ListCriContainers(ctx, narrowed));
 
+  // The kubelet's relist (every second) filters nothing: its items are not looked at.
+  const bool filters = !filter.id().empty() || !sandbox_id.empty() || filter.has_state() || !filter.label_selector().empty();
   std::vector<int> kept;
   for (int i = 0; i < listed->all.containers_size(); ++i) {
+    if (!filters) {
+      kept.push_back(i);
+      continue;
+    }
     const v1::Container& c = listed->all.containers(i);
     // Docker's id filter is a prefix, and crictl passes prefixes.
     if (!absl::StartsWith(c.id(), filter.id())) continue;

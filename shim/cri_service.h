@@ -289,9 +289,10 @@ class CriService {
   // Creates the container's CRI log file and has the copier fill it (container_logs.cc).
   void CopyContainerLog(const dockerclient::ContainerInspect& container);
   void ResumeLogCopies(const common::Context& ctx);
-  // The sandboxes known only from their checkpoints (no container among `present`, the
-  // infra containers listed), NOTREADY.
-  std::vector<v1::PodSandbox> CheckpointOnlySandboxes(const std::string& id_prefix, const std::set<std::string>& present);
+  struct ListedSandboxes;
+  // The sandboxes known only from their checkpoints (none of `listed`'s infra
+  // containers), NOTREADY.
+  std::vector<v1::PodSandbox> CheckpointOnlySandboxes(const std::string& id_prefix, const ListedSandboxes& listed);
   // Inspects `id` (ID or unique prefix); NOT_FOUND unless it is a CRI app container.
   absl::StatusOr<dockerclient::ContainerInspect> InspectCriContainer(const common::Context& ctx,
                                                                      const std::string& id,
@@ -309,6 +310,14 @@ class CriService {
     std::vector<std::string> names;                // of each item: Docker's, without the "/"
     std::vector<dockerclient::Labels> own_labels;  // of each item: the image's left out
     std::set<std::string> ids;  // every infra container listed, named like a sandbox or not
+    // The checkpoints whose infra container this list lacks, worked out once per list
+    // and per change of the checkpoint directories (CheckpointStore::Ids).
+    struct MissingCheckpoints {
+      std::mutex mu;
+      CheckpointStore::IdList of;      // guarded by mu
+      std::vector<std::string> ids;    // guarded by mu
+    };
+    std::shared_ptr<MissingCheckpoints> missing_checkpoints = std::make_shared<MissingCheckpoints>();
   };
   struct ListedContainers {
     v1::ListContainersResponse all;

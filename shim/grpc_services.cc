@@ -129,7 +129,11 @@ class ListCall final : public DispatchedCall<Req, grpc::ServerUnaryReactor> {
       return grpc::SerializationTraits<Resp>::Serialize(*answer.message, resp_, &own_buffer);
     }
     std::call_once(answer.wire->made, [&] { answer.wire->bytes = answer.message->SerializeAsString(); });
-    grpc::Slice bytes(answer.wire->bytes);
+    // The slice lends the shared bytes, never written again, and holds them until gRPC
+    // has sent them: no copy per call.
+    auto* lender = new std::shared_ptr<const WireForm>(answer.wire);
+    grpc::Slice bytes(const_cast<char*>((*lender)->bytes.data()), (*lender)->bytes.size(),
+                      [](void* held) { delete static_cast<std::shared_ptr<const WireForm>*>(held); }, lender);
     *resp_ = grpc::ByteBuffer(&bytes, 1);
     return grpc::Status::OK;
   }

@@ -56,7 +56,9 @@ absl::StatusOr<v1::PodSandboxStatusResponse> CriService::PodSandboxStatus(const 
                                                                           const v1::PodSandboxStatusRequest& req) {
   if (req.pod_sandbox_id().empty())
     return absl::InvalidArgumentError("PodSandboxStatus: pod_sandbox_id is required");
-  ASSIGN_OR_RETURN(dockerclient::ContainerInspect sandbox, InspectSandbox(ctx, req.pod_sandbox_id(), Reading::kForStatus));
+  // The verbose info carries Docker's HostConfig, which the container view does not keep.
+  ASSIGN_OR_RETURN(dockerclient::ContainerInspect sandbox,
+                   InspectSandbox(ctx, req.pod_sandbox_id(), req.verbose() ? Reading::kDocker : Reading::kForStatus));
   absl::StatusOr<SandboxCheckpoint> checkpoint = checkpoints_.Read(sandbox.id);
   if (WantsAdoption(sandbox, checkpoint)) checkpoint = AdoptPodNetwork(ctx, sandbox, std::move(checkpoint));
 
@@ -155,8 +157,15 @@ absl::StatusOr<ListAnswer<v1::ListPodSandboxResponse>> CriService::SharedListPod
     in_flight = sandboxes_in_flight_;
   }
 
+  // The kubelet's relist (every second) filters nothing: its items are not looked at.
+  const bool filters =
+      !filter.id().empty() || filter.has_state() || !filter.label_selector().empty() || !in_flight.empty();
   std::vector<int> kept;
   for (int i = 0; i < listed->all.items_size(); ++i) {
+    if (!filters) {
+      kept.push_back(i);
+      continue;
+    }
     const v1::PodSandbox& s = listed->all.items(i);
     // Docker's id filter is a prefix, and crictl passes prefixes.
     if (!absl::StartsWith(s.id(), filter.id())) continue;
@@ -169,7 +178,7 @@ absl::StatusOr<ListAnswer<v1::ListPodSandboxResponse>> CriService::SharedListPod
   }
   std::vector<v1::PodSandbox> checkpoint_only;
   if (filter.label_selector().empty() && (!filter.has_state() || filter.state().state() == v1::SANDBOX_NOTREADY))
-    checkpoint_only = CheckpointOnlySandboxes(filter.id(), listed->ids);
+    checkpoint_only = CheckpointOnlySandboxes(filter.id(), *listed);
   if (std::cmp_equal(kept.size(), listed->all.items_size()) && checkpoint_only.empty())
     return ListAnswer<v1::ListPodSandboxResponse>{{listed, &listed->all}, listed->wire};
   auto resp = std::make_shared<v1::ListPodSandboxResponse>();
@@ -179,14 +188,27 @@ absl::StatusOr<ListAnswer<v1::ListPodSandboxResponse>> CriService::SharedListPod
 }
 
 std::vector<v1::PodSandbox> CriService::CheckpointOnlySandboxes(const std::string& id_prefix,
-                                                                const std::set<std::string>& present) {
+                                                                const ListedSandboxes& listed) {
   // A pod whose infra container is gone (removed by hand, lost with Docker's state)
   // still holds its network until StopPodSandbox; listing it NOTREADY, as
   // cri-dockerd does, lets the kubelet find it and clean up. Its checkpoint may be ours
   // or cri-dockerd's.
+  const CheckpointStore::IdList all = checkpoints_.Ids();
+  std::vector<std::string> missing;
+  {
+    ListedSandboxes::MissingCheckpoints& memo = *listed.missing_checkpoints;
+    std::lock_guard lock(memo.mu);
+    if (memo.of != all) {
+      memo.ids.clear();
+      for (const std::string& id : *all)
+        if (!listed.ids.contains(id)) memo.ids.push_back(id);
+      memo.of = all;
+    }
+    missing = memo.ids;
+  }
   std::vector<v1::PodSandbox> out;
-  for (const std::string& id : checkpoints_.Ids()) {
-    if (present.count(id) > 0 || !absl::StartsWith(id, id_prefix)) continue;
+  for (const std::string& id : missing) {
+    if (!absl::StartsWith(id, id_prefix)) continue;
     absl::StatusOr<SandboxCheckpoint> checkpoint = checkpoints_.Read(id);
     if (!checkpoint.ok()) continue;
     v1::PodSandbox& sandbox = out.emplace_back();

@@ -5,6 +5,7 @@
 #include "common/status.h"
 #include "shim/creation_markers.h"
 #include "shim/cri_service.h"
+#include "shim/docker_removal.h"
 #include "shim/naming.h"
 
 namespace shim {
@@ -123,11 +124,11 @@ absl::StatusOr<v1::RemovePodSandboxResponse> CriService::RemovePodSandbox(const 
   list.label_filter = {{kSandboxIdLabel, sandbox->id}};
   ASSIGN_OR_RETURN(auto containers, docker_.ListContainers(ctx, list));
   for (const auto& c : containers) {
-    absl::Status s = docker_.RemoveContainer(ctx, c.id, /*force=*/true);
+    absl::Status s = RemoveDockerContainer(docker_, ctx, c.id);
     if (!s.ok() && !absl::IsNotFound(s)) return common::Annotate(s, "remove container of the pod");
     RemoveUnusedImageVolumes(ctx, c.labels);
   }
-  absl::Status removed = docker_.RemoveContainer(ctx, sandbox->id, /*force=*/true);
+  absl::Status removed = RemoveDockerContainer(docker_, ctx, sandbox->id);
   if (!removed.ok() && !absl::IsNotFound(removed)) return common::Annotate(removed, "remove pod infra container");
   RETURN_IF_ERROR(checkpoints_.Remove(sandbox->id));
   // A creation marker a failed rollback kept for this container is done with, unless a

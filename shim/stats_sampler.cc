@@ -44,7 +44,12 @@ ContainerFigures StatsSampler::Container(const common::Context& ctx, v1::Contain
   absl::StatusOr<Facts> facts = FactsOf(ctx, id, running);
   if (!facts.ok()) return out;  // removed since the list
   if (running && layout_) {
-    if (std::optional<stats::CgroupDirs> dirs = DirsOfRunning(ctx, id, *facts)) out.cgroup = Read(id, *dirs);
+    if (std::optional<stats::CgroupDirs> dirs = CgroupOfRunning(ctx, id, *facts)) {
+      out.cgroup = Read(id, *dirs);
+      // Gone (it stopped since the list): found again from its process next time.
+      const stats::CgroupFigures& read = out.cgroup->figures;
+      if (!read.cpu_usage_ns && !read.memory && !read.process_count) Forget(id);
+    }
   }
   if (options_.writable_layers && !facts->upper_dir.empty())
     out.writable_layer = options_.writable_layers->Get(id, facts->upper_dir);
@@ -78,7 +83,7 @@ absl::StatusOr<StatsSampler::Facts> StatsSampler::FactsOf(const common::Context&
     }
   }
   ASSIGN_OR_RETURN(dockerclient::ContainerInspect inspect, docker_.InspectContainer(ctx, id));
-  Facts facts{inspect.state.pid, inspect.cgroup_parent, inspect.upper_dir, inspect.network_mode == "host"};
+  Facts facts{inspect.state.pid, inspect.cgroup_parent, inspect.upper_dir, inspect.network_mode == "host", std::nullopt};
   if (options_.writable_layers && options_.writable_layer_dir) {
     absl::StatusOr<std::string> dir = options_.writable_layer_dir(ctx, inspect);
     if (!dir.ok()) {
@@ -112,6 +117,19 @@ std::optional<stats::CgroupDirs> StatsSampler::DirsOfRunning(const common::Conte
     if (!fresh.ok()) return std::nullopt;
     facts = *fresh;
   }
+}
+
+std::optional<stats::CgroupDirs> StatsSampler::CgroupOfRunning(const common::Context& ctx, const std::string& id,
+                                                                Facts& facts) {
+  if (facts.cgroup) return facts.cgroup;
+  std::optional<stats::CgroupDirs> dirs = DirsOfRunning(ctx, id, facts);
+  if (!dirs) return dirs;
+  facts.cgroup = dirs;
+  std::lock_guard lock(mu_);
+  // Unless the entry was forgotten or inspected again meanwhile.
+  if (auto it = tracked_.find(id); it != tracked_.end() && it->second.facts && it->second.facts->pid == facts.pid)
+    it->second.facts->cgroup = dirs;
+  return dirs;
 }
 
 CgroupReading StatsSampler::Read(const std::string& id, const stats::CgroupDirs& dirs) {

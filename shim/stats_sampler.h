@@ -82,6 +82,9 @@ class StatsSampler {
     int pid = 0;
     std::string cgroup_parent, upper_dir;
     bool host_network = false;
+    // The running container's cgroups once found from its process: they are named by
+    // its ID, so later samples read them without /proc (the kubelet asks every few seconds).
+    std::optional<stats::CgroupDirs> cgroup;
   };
   struct Tracked {
     std::optional<Facts> facts;
@@ -96,6 +99,9 @@ class StatsSampler {
   // a pid that Docker reported may since belong to a restarted container's successor or
   // to nothing. Inspects once more when not (`facts` then holds the new answer).
   std::optional<stats::CgroupDirs> DirsOfRunning(const common::Context& ctx, const std::string& id, Facts& facts);
+  // The cgroups of running container `id`: those found before, else DirsOfRunning's,
+  // kept for the next sample.
+  std::optional<stats::CgroupDirs> CgroupOfRunning(const common::Context& ctx, const std::string& id, Facts& facts);
   CgroupReading Read(const std::string& id, const stats::CgroupDirs& dirs);
   void Forget(const std::string& id);
   // Drops entries not used for a while, and the least recently used beyond a bound; mu_ held.

@@ -1,5 +1,7 @@
 #include "shim/stats/writable_layers.h"
 
+#include <algorithm>
+
 #include "absl/time/clock.h"
 #include "common/log.h"
 
@@ -26,7 +28,7 @@ std::optional<LayerUsage> WritableLayerCollector::Get(const std::string& id, con
   Layer& layer = it->second;
   layer.asked_at = now;
   if (added || layer.upper_dir != upper_dir) {
-    layer = Layer{upper_dir, now, now, std::nullopt};
+    layer = Layer{upper_dir, now, now, std::nullopt, options_.interval};
     wake_.notify_one();
   }
   return layer.last;
@@ -59,7 +61,7 @@ void WritableLayerCollector::Run() {
       continue;
     }
     const std::string id = next->first, dir = next->second.upper_dir;
-    next->second.due = now + options_.interval;
+    next->second.due = now + next->second.every;
     lock.unlock();
     absl::StatusOr<DiskUsage> usage = MeasureTree(dir);
     const absl::Time measured_at = absl::Now();
@@ -68,7 +70,11 @@ void WritableLayerCollector::Run() {
     auto it = layers_.find(id);
     if (it == layers_.end() || it->second.upper_dir != dir) continue;
     if (usage.ok()) {
-      it->second.last = LayerUsage{*usage, measured_at};
+      Layer& layer = it->second;
+      const bool same = layer.last && layer.last->usage == *usage;
+      layer.every = same ? std::min(layer.every * 2, std::max(options_.max_interval, options_.interval)) : options_.interval;
+      layer.due = now + layer.every;
+      layer.last = LayerUsage{*usage, measured_at};
     } else {
       LOG_DEBUG << "writable layer of " << id << ": " << usage.status().message();
     }

@@ -23,10 +23,14 @@ struct LayerUsage {
 
 struct LayerCollectorOptions {
   // How often a wanted layer is measured again (containerd's CRI refreshes its
-  // snapshot sizes every 10 s, its stats_collect_period).
+  // snapshot sizes every 10 s, its stats_collect_period)...
   absl::Duration interval = absl::Seconds(10);
   // A layer not asked about for this long is dropped.
   absl::Duration forget_after = absl::Minutes(5);
+  // ...and, while its size stays the same, twice as long after each measurement up to
+  // this (cAdvisor measured Docker's layers every minute): most containers write
+  // nothing, and a node of 100 spent a tenth of the shim's CPU walking them.
+  absl::Duration max_interval = absl::Minutes(1);
 };
 
 class WritableLayerCollector {
@@ -49,6 +53,7 @@ class WritableLayerCollector {
     absl::Time asked_at;
     absl::Time due;  // of the next measurement
     std::optional<LayerUsage> last;
+    absl::Duration every;  // the interval, grown while the size stays the same
   };
 
   void Run();

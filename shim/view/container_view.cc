@@ -52,12 +52,12 @@ bool Matches(const dockerclient::ContainerSummary& c, const dockerclient::ListCo
   return true;
 }
 
-// What the view keeps of an inspect: all but the raw JSON, of which only HostConfig is
-// read (PodSandboxStatus's verbose info); the rest would multiply the view's memory.
+// What the view keeps of an inspect: all but the raw JSON, which would multiply the
+// view's memory and the cost of every status call's copy (the kubelet asks each running
+// container's status every 10 s). PodSandboxStatus reads Docker for its verbose info.
 dockerclient::ContainerInspect Kept(const dockerclient::ContainerInspect& c) {
   dockerclient::ContainerInspect kept = c;
-  kept.raw = nlohmann::json::object();
-  if (auto host_config = c.raw.find("HostConfig"); host_config != c.raw.end()) kept.raw["HostConfig"] = *host_config;
+  kept.raw = nlohmann::json();
   return kept;
 }
 

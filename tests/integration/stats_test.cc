@@ -234,7 +234,7 @@ class StatsIntegration : public PodIntegration {
     return absl::DeadlineExceededError(absl::StrCat("the files of ", dir, " kept changing"));
   }
 
-  stats::WritableLayerCollector layers_{stats::LayerCollectorOptions{absl::Milliseconds(200), absl::Minutes(1)}};
+  stats::WritableLayerCollector layers_{stats::LayerCollectorOptions{absl::Milliseconds(200), absl::Minutes(1), absl::Milliseconds(200)}};
   std::string cgroup_prefix_;
 };
 

@@ -1,6 +1,7 @@
 #include "shim/checkpoint_store.h"
 
 #include <dirent.h>
+#include <fcntl.h>
 #include <sys/stat.h>
 #include <unistd.h>
 #include <zlib.h>
@@ -9,8 +10,10 @@
 #include <gtest/gtest.h>
 
 #include <algorithm>
+#include <cerrno>
 #include <cstdio>
 #include <cstdlib>
+#include <cstring>
 #include <fstream>
 #include <sstream>
 #include <string>
@@ -645,6 +648,43 @@ TEST_F(CheckpointStoreTest, ListReturnsSortedIdsAndSkipsOtherFiles) {
   EXPECT_THAT(store_->List(), ElementsAre(kId1, kId2));
   ASSERT_TRUE(store_->Remove(kId2).ok());
   EXPECT_THAT(store_->List(), ElementsAre(kId1));
+}
+
+// Sets the directory's mtime `ago` in the past, as if nothing changed in it since.
+void AgeDirectory(const std::string& dir, absl::Duration ago) {
+  const timespec then = absl::ToTimespec(absl::Now() - ago);
+  const timespec times[2] = {then, then};
+  ASSERT_EQ(::utimensat(AT_FDCWD, dir.c_str(), times, 0), 0) << std::strerror(errno);
+}
+
+TEST_F(CheckpointStoreTest, IdsSeeWhatOthersAddAndRemoveAtOnceAndLater) {
+  ASSERT_TRUE(store_->Write(Full(kId1)).ok());
+  EXPECT_THAT(*store_->Ids(), ElementsAre(kId1));
+  // In the mtime's tick of the last read: read again.
+  WriteFile(Path(kId2), EncodeCheckpoint(Full(kId2)));
+  EXPECT_THAT(*store_->Ids(), ElementsAre(kId1, kId2));
+  // Long after: kept, until the directory changes.
+  AgeDirectory(store_->Directory(), absl::Seconds(10));
+  EXPECT_THAT(*store_->Ids(), ElementsAre(kId1, kId2));
+  ASSERT_EQ(::unlink(Path(kId1).c_str()), 0);
+  EXPECT_THAT(*store_->Ids(), ElementsAre(kId2));
+  ASSERT_TRUE(store_->Remove(kId2).ok());
+  EXPECT_THAT(*store_->Ids(), IsEmpty());
+}
+
+TEST_F(CheckpointStoreTest, IdsReadADirectoryAgainOnlyWhenItsMtimeMoved) {
+  ASSERT_TRUE(store_->Write(Full(kId1)).ok());
+  AgeDirectory(store_->Directory(), absl::Seconds(10));
+  struct stat before {};
+  ASSERT_EQ(::stat(store_->Directory().c_str(), &before), 0);
+  EXPECT_THAT(*store_->Ids(), ElementsAre(kId1));
+  // A file slipped in with the mtime put back: the read kept is answered.
+  WriteFile(Path(kId2), EncodeCheckpoint(Full(kId2)));
+  const timespec times[2] = {before.st_atim, before.st_mtim};
+  ASSERT_EQ(::utimensat(AT_FDCWD, store_->Directory().c_str(), times, 0), 0);
+  EXPECT_THAT(*store_->Ids(), ElementsAre(kId1));
+  AgeDirectory(store_->Directory(), absl::Seconds(5));
+  EXPECT_THAT(*store_->Ids(), ElementsAre(kId1, kId2));
 }
 
 TEST_F(CheckpointStoreTest, RejectsPathTraversalIds) {

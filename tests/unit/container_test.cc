@@ -10,6 +10,7 @@
 #include <memory>
 #include <set>
 #include <string>
+#include <thread>
 #include <utility>
 #include <vector>
 
@@ -334,6 +335,36 @@ TEST_F(ContainerServiceTest, StopAndRemoveAreIdempotent) {
   EXPECT_TRUE(Remove(*id).ok());
   EXPECT_TRUE(Remove(*id).ok());
   EXPECT_TRUE(Stop(*id).ok());
+}
+
+TEST_F(ContainerServiceTest, RemovingAContainerDockerIsAlreadyRemovingWaitsForItToGo) {
+  auto id = Create(Config());
+  ASSERT_TRUE(id.ok());
+  // The kubelet's garbage collector and its pod worker remove one dead container at once.
+  docker_.FailOperation("RemoveContainer", absl::FailedPreconditionError(absl::StrCat(
+                                               "removal of container ", *id, " is already in progress")));
+  std::thread other_removal([&] {
+    absl::SleepFor(absl::Milliseconds(100));
+    docker_.ClearFailures();
+    absl::Status removed = docker_.RemoveContainer(ctx_, *id, true);
+    EXPECT_TRUE(removed.ok() || absl::IsNotFound(removed)) << removed;
+  });
+  EXPECT_TRUE(Remove(*id).ok());
+  other_removal.join();
+  EXPECT_EQ(docker_.Containers().count(*id), 0u);
+}
+
+TEST_F(ContainerServiceTest, ARemovalInProgressThatNeverEndsIsReportedAtTheDeadline) {
+  auto id = Create(Config());
+  ASSERT_TRUE(id.ok());
+  docker_.FailOperation("RemoveContainer", absl::FailedPreconditionError(absl::StrCat(
+                                               "removal of container ", *id, " is already in progress")));
+  v1::RemoveContainerRequest req;
+  req.set_container_id(*id);
+  auto removed = service_->RemoveContainer(common::Context::WithTimeout(absl::Milliseconds(300)), req);
+  EXPECT_EQ(removed.status().code(), absl::StatusCode::kFailedPrecondition);
+  EXPECT_THAT(removed.status().message(), HasSubstr("already in progress"));
+  EXPECT_EQ(docker_.Containers().count(*id), 1u);
 }
 
 TEST_F(ContainerServiceTest, RemoveRefusesThePodInfraContainer) {

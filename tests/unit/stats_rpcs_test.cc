@@ -572,18 +572,32 @@ TEST_P(StatsServiceTest, ListsOnceAndInspectsOnlyUnknownContainers) {
   EXPECT_EQ(docker_.CallCount("InspectContainer"), before_c + 1);
 }
 
-TEST_P(StatsServiceTest, StateChangeOrAForeignPidMeansInspectingAgain) {
+TEST_P(StatsServiceTest, TheCgroupFoundOnceIsReadUntilItGoesThenFoundFromTheNewProcess) {
   const std::string pod = RunPod(PodConfig("web"));
   const std::string id = AddContainer(pod, "app");
   ASSERT_TRUE(Stats(id)->has_cpu());
   int inspects = docker_.CallCount("InspectContainer");
 
-  // The container was restarted behind the shim's back: its old pid is now someone else's.
+  // The container was restarted behind the shim's back: its old pid is now someone
+  // else's, its cgroup (named by its ID) the same.
   const int old_pid = docker_.Containers().at(id).inspect.state.pid;
   WriteProcCgroup(old_pid, "/system.slice/cron.service");
   const int new_pid = GivePid(id);
   ASSERT_NE(new_pid, old_pid);
   auto stats = Stats(id);
+  ASSERT_TRUE(stats.ok()) << stats.status();
+  EXPECT_TRUE(stats->has_cpu());
+  EXPECT_EQ(docker_.CallCount("InspectContainer"), inspects) << "read without /proc or Docker";
+
+  // Its cgroup gone: no sample; then found again from its process, which Docker names.
+  const std::string path = ContainerCgroupPath(id);
+  for (const char* hierarchy : {"", "/cpuacct", "/memory", "/pids"})
+    std::filesystem::remove_all(tree_.Path(absl::StrCat("sys/fs/cgroup", hierarchy, path)));
+  stats = Stats(id);
+  ASSERT_TRUE(stats.ok()) << stats.status();
+  EXPECT_FALSE(stats->has_cpu());
+  WriteCgroup(path, Busy(3000000000));
+  stats = Stats(id);
   ASSERT_TRUE(stats.ok()) << stats.status();
   EXPECT_TRUE(stats->has_cpu());
   EXPECT_EQ(docker_.CallCount("InspectContainer"), inspects + 1);
@@ -611,7 +625,7 @@ TEST_P(StatsServiceTest, AGonePidGivesNoSample) {
 // --- writable layer ---------------------------------------------------------------------
 
 TEST_P(StatsServiceTest, WritableLayerIsMeasuredInTheBackground) {
-  stats::WritableLayerCollector layers(stats::LayerCollectorOptions{absl::Milliseconds(20), absl::Minutes(1)});
+  stats::WritableLayerCollector layers(stats::LayerCollectorOptions{absl::Milliseconds(20), absl::Minutes(1), absl::Milliseconds(20)});
   service_ = MakeService(&layers);
   const std::string pod = RunPod(PodConfig("web"));
   const std::string id = AddContainer(pod, "app");
