@@ -61,6 +61,10 @@ bool ContainerdUnreachable(std::string_view message) {
 
 }  // namespace
 
+bool IsRemovalInProgress(const absl::Status& status) {
+  return absl::IsFailedPrecondition(status) && absl::StrContains(status.message(), "is already in progress");
+}
+
 absl::Status HttpError(int http_status, std::string_view body, std::string_view operation,
                        ConflictMeans conflict) {
   std::string message = DockerErrorMessage(body);

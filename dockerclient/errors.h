@@ -22,6 +22,10 @@ absl::StatusCode CodeForHttpStatus(int http_status, ConflictMeans conflict);
 // that a concurrent delete removed first, where 26.1 and later answer 404.
 absl::StatusCode CodeForDockerError(int http_status, std::string_view message, ConflictMeans conflict);
 
+// Docker refusing a container's removal because another removal of it is under way (409,
+// "removal of container <id> is already in progress", 20.10 to 29).
+bool IsRemovalInProgress(const absl::Status& status);
+
 // `operation` reads like "inspect image busybox:latest".
 absl::Status HttpError(int http_status, std::string_view body, std::string_view operation,
                        ConflictMeans conflict = ConflictMeans::kFailedPrecondition);

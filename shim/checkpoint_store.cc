@@ -719,12 +719,13 @@ CheckpointStore::IdList CheckpointStore::Candidates(const std::string& dir) {
   constexpr absl::Duration kMtimeTick = absl::Seconds(1);
   static const IdList kNone = std::make_shared<const std::vector<std::string>>();
   std::lock_guard<std::mutex> lock(mu_);
-  struct stat st {};
-  if (::stat(dir.c_str(), &st) != 0) {
+  auto unreadable = [&] {
     if (errno != ENOENT) LOG_WARN << "checkpoint: cannot list " << dir << ": " << std::strerror(errno);
     directory_reads_.erase(dir);
     return kNone;
-  }
+  };
+  struct stat st {};
+  if (::stat(dir.c_str(), &st) != 0) return unreadable();
   const int64_t mtime_ns = absl::ToUnixNanos(absl::TimeFromTimespec(st.st_mtim));
   if (auto last = directory_reads_.find(dir);
       last != directory_reads_.end() && last->second.mtime_ns == mtime_ns && last->second.inode == st.st_ino &&
@@ -732,11 +733,7 @@ CheckpointStore::IdList CheckpointStore::Candidates(const std::string& dir) {
     return last->second.names;
   const absl::Time began = absl::Now();
   DIR* d = ::opendir(dir.c_str());
-  if (d == nullptr) {
-    if (errno != ENOENT) LOG_WARN << "checkpoint: cannot list " << dir << ": " << std::strerror(errno);
-    directory_reads_.erase(dir);
-    return kNone;
-  }
+  if (d == nullptr) return unreadable();
   std::vector<std::string> names;
   while (struct dirent* entry = ::readdir(d)) {
     std::string name = entry->d_name;

@@ -2,17 +2,16 @@
 
 #include <algorithm>
 
-#include "absl/strings/match.h"
 #include "absl/time/clock.h"
 #include "common/log.h"
+#include "dockerclient/errors.h"
 
 namespace shim {
 
 absl::Status RemoveDockerContainer(dockerclient::DockerClient& docker, const common::Context& ctx,
                                    const std::string& id) {
   absl::Status removed = docker.RemoveContainer(ctx, id, /*force=*/true);
-  if (!absl::IsFailedPrecondition(removed) || !absl::StrContains(removed.message(), "is already in progress"))
-    return removed;
+  if (!dockerclient::IsRemovalInProgress(removed)) return removed;
   LOG_DEBUG << "container " << id << " is being removed by another call: waiting for it to be gone";
   // A removal takes Docker seconds at most; a minute bounds a caller without a deadline.
   const common::Context bounded = ctx.Bounded(absl::Minutes(1));

@@ -74,6 +74,16 @@ struct PullCodeCase {
   absl::StatusCode code;
 };
 
+TEST(IsRemovalInProgressTest, OnlyDockersRefusalOfASecondRemoval) {
+  EXPECT_TRUE(IsRemovalInProgress(HttpError(409, R"({"message":"removal of container 0f1e is already in progress"})",
+                                            "remove container 0f1e")));
+  EXPECT_FALSE(IsRemovalInProgress(HttpError(409, R"({"message":"You cannot remove a running container 0f1e"})",
+                                             "remove container 0f1e")));
+  EXPECT_FALSE(IsRemovalInProgress(HttpError(500, R"({"message":"removal of container 0f1e is already in progress"})",
+                                             "remove container 0f1e")));
+  EXPECT_FALSE(IsRemovalInProgress(absl::OkStatus()));
+}
+
 class PullErrorCodeTest : public ::testing::TestWithParam<PullCodeCase> {};
 
 TEST_P(PullErrorCodeTest, Maps) {
