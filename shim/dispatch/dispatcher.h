@@ -46,8 +46,9 @@ class Call {
 
 class Dispatcher {
  public:
-  // `after_call` runs on the worker after each call it ran or refused (the heap
-  // trimmer notes the end of a burst there).
+  // `after_call` runs after each call that was answered, run or refused: on the worker, or
+  // on the submitting thread for a call answered at once (the heap trimmer notes the end
+  // of a burst there).
   explicit Dispatcher(Limits limits = DefaultLimits(), std::function<void()> after_call = nullptr);
   ~Dispatcher();  // Stop, then Join
   Dispatcher(const Dispatcher&) = delete;

@@ -266,19 +266,28 @@ TEST_F(ClockedStoreTest, ImageFsInfoMeasuresAgainAfterAMinuteOrAPullOrARemoval) 
 TEST_F(ClockedStoreTest, ImageFsInfoOfAStoreThatStaysTheSameIsMeasuredLessOftenUpToFiveMinutes) {
   const uint64_t first = Inodes();  // kept a minute
   now_ += absl::Seconds(61);
-  EXPECT_EQ(Inodes(), first);  // measured: the same, kept 2 minutes
+  EXPECT_EQ(Inodes(), first);  // measured, the same: kept 2 minutes
+  AddFile();
+  now_ += absl::Seconds(119);
+  EXPECT_EQ(Inodes(), first) << "measured again within 2 minutes";
+  now_ += absl::Seconds(2);
+  EXPECT_EQ(Inodes(), first + 1) << "kept longer than 2 minutes after one unchanged walk";
+  AddFile();  // that walk found a change: kept a minute
+  now_ += absl::Seconds(59);
+  EXPECT_EQ(Inodes(), first + 1) << "measured again within the minute after a change";
+  now_ += absl::Seconds(2);
+  EXPECT_EQ(Inodes(), first + 2) << "kept longer than a minute after a change";
+  now_ += absl::Seconds(61);
+  EXPECT_EQ(Inodes(), first + 2);  // the same: 2 minutes
   now_ += absl::Seconds(121);
-  EXPECT_EQ(Inodes(), first);  // measured: the same, kept 4 minutes
+  EXPECT_EQ(Inodes(), first + 2);  // the same: 4 minutes
   now_ += absl::Seconds(241);
-  EXPECT_EQ(Inodes(), first);  // measured: the same, kept 5 minutes (not 8)
+  EXPECT_EQ(Inodes(), first + 2);  // the same: 5 minutes, not 8
   AddFile();
   now_ += absl::Seconds(290);
-  EXPECT_EQ(Inodes(), first) << "measured again before its 5 minutes";
+  EXPECT_EQ(Inodes(), first + 2) << "measured again within 5 minutes";
   now_ += absl::Seconds(11);
-  EXPECT_EQ(Inodes(), first + 1) << "kept longer than 5 minutes";
-  AddFile();
-  now_ += absl::Seconds(61);
-  EXPECT_EQ(Inodes(), first + 2) << "after a change, measured again after a minute";
+  EXPECT_EQ(Inodes(), first + 3) << "kept longer than 5 minutes";
 }
 
 TEST_F(ImagesTest, ImageFsInfoCountsAHardLinkedFileOnce) {
