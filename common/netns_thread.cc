@@ -9,6 +9,7 @@
 
 #include "absl/strings/str_cat.h"
 #include "common/log.h"
+#include "common/no_wait.h"
 
 namespace common {
 
@@ -34,6 +35,7 @@ void NetnsThread::Post(std::string netns_path, Work work) {
 }
 
 absl::Status NetnsThread::Run(const std::string& netns_path, const std::function<void()>& work) {
+  if (!MayWait()) return WouldWait("entering a network namespace");
   std::promise<absl::Status> done;
   std::future<absl::Status> entered = done.get_future();
   Post(netns_path, [&work, &done](const absl::Status& status) {

@@ -18,6 +18,7 @@
 #include "absl/strings/ascii.h"
 #include "absl/strings/str_cat.h"
 #include "common/log.h"
+#include "common/no_wait.h"
 #include "common/status.h"
 #include "common/strings.h"
 #include "dockerclient/errors.h"
@@ -283,6 +284,7 @@ absl::StatusOr<HttpResponse> HttpTransport::Do(const common::Context& ctx, std::
                                                const OnData* on_data, HijackResponse* hijack) {
   // Errors name the request without its query, which may be long.
   const std::string operation = absl::StrCat(Av(method), " ", Av(target.substr(0, target.find('?'))));
+  if (!common::MayWait()) return common::WouldWait(operation);
   const http::verb verb = http::string_to_verb(Bv(method));
   if (verb == http::verb::unknown) {
     return absl::InvalidArgumentError(absl::StrCat(operation, ": unsupported HTTP method"));

@@ -14,6 +14,7 @@
 #include "absl/synchronization/mutex.h"
 #include "absl/time/clock.h"
 #include "common/context.h"
+#include "common/no_wait.h"
 #include "dockerclient/errors.h"
 
 namespace shim {
@@ -30,6 +31,7 @@ class CachedFetch {
                                                const std::function<absl::StatusOr<T>(const common::Context&)>& fetch) {
     absl::MutexLock lock(&mu_);
     while (fetching_ && !value_) {  // the first answer is being asked: wait for it
+      if (!common::MayWait()) return common::WouldWait(what_);
       if (fetched_.WaitWithDeadline(&mu_, ctx.deadline) && fetching_ && !value_) {
         return dockerclient::DeadlineError(what_);
       }

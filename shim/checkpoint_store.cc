@@ -39,6 +39,7 @@
 #include "absl/strings/str_cat.h"
 #include "absl/strings/str_format.h"
 #include "common/log.h"
+#include "common/no_wait.h"
 #include "common/status.h"
 
 namespace shim {
@@ -598,6 +599,8 @@ absl::StatusOr<SandboxCheckpoint> CheckpointStore::Read(const std::string& sandb
     std::lock_guard<std::mutex> lock(mu_);
     if (auto it = cache_.find(sandbox_id); it != cache_.end()) return it->second.checkpoint;
   }
+  // The sandbox's lock may be held through a write's fsync.
+  if (!common::MayWait()) return common::WouldWait(absl::StrCat("reading the checkpoint of sandbox ", sandbox_id));
   // The files are read under the sandbox's lock alone: other sandboxes' cache lookups go on.
   std::lock_guard<std::mutex> sandbox(LockOf(sandbox_id));
   {

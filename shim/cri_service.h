@@ -404,6 +404,7 @@ class CriService {
     absl::Time measured_at = absl::InfinitePast();
     std::vector<std::string> dirs;  // measured
     uint64_t bytes = 0, inodes = 0;
+    absl::Duration kept_for;  // until measured again (image_fs_info.cc)
   };
   // Its own lock, held through a walk of the layer store (seconds on a big node): a
   // second ImageFsInfo waits for the first's figures, no other call waits at all.

@@ -3,9 +3,11 @@
 #include <chrono>
 #include <memory>
 #include <mutex>
+#include <optional>
 
 #include "absl/strings/str_cat.h"
 #include "common/log.h"
+#include "common/no_wait.h"
 #include "common/status.h"
 #include "observability/families.h"
 #include "observability/rpc_scope.h"
@@ -30,20 +32,24 @@ common::Context Unbounded(grpc::CallbackServerContext* ctx, const GrpcOptions&) 
   return c;
 }
 
+// Runs `fn`, its answer into *out. `without_waiting`: in a NoWaitScope, and nullopt
+// (nothing counted, logged or put into *out) when it would have waited.
 template <typename Req, typename Out, typename Fn>
-grpc::Status Handle(const char* name, const common::Context& c, const Req& req, Out* out, Fn& fn) {
+std::optional<grpc::Status> Handle(const char* name, const common::Context& c, const Req& req, Out* out, Fn& fn,
+                                   bool without_waiting) {
+  std::optional<common::NoWaitScope> no_wait;
+  if (without_waiting) no_wait.emplace();
   observability::RpcScope scope(name, req);
   absl::Time start = absl::Now();
+  auto result = fn(c, req);
+  if (no_wait && no_wait->wanted_to_wait()) return std::nullopt;
   grpc::Status status;
-  if constexpr (std::is_same_v<decltype(fn(c, req)), absl::Status>) {
-    status = ToGrpcStatus(fn(c, req));
+  if constexpr (std::is_same_v<decltype(result), absl::Status>) {
+    status = ToGrpcStatus(result);
+  } else if (result.ok()) {
+    *out = std::move(*result);
   } else {
-    auto result = fn(c, req);
-    if (result.ok()) {
-      *out = std::move(*result);
-    } else {
-      status = ToGrpcStatus(result.status());
-    }
+    status = ToGrpcStatus(result.status());
   }
   if (status.ok()) {
     LOG_DEBUG << name << " ok in " << absl::Now() - start;
@@ -69,9 +75,15 @@ class DispatchedCall : public Reactor, public dispatch::Call {
  public:
   DispatchedCall(dispatch::Dispatcher& dispatcher, const char* name, common::Context context,
                  grpc::CallbackServerContext* ctx, const Req* req)
-      : dispatcher_(dispatcher), name_(name), context_(std::move(context)), ctx_(ctx), req_(req) {}
+      : dispatcher_(dispatcher),
+        name_(name),
+        lane_(dispatch::LaneOf(name).value()),
+        tried_at_once_(dispatch::TriedAtOnce(name)),
+        context_(std::move(context)),
+        ctx_(ctx),
+        req_(req) {}
 
-  void Submit() { dispatcher_.Submit(dispatch::LaneOf(name_).value(), *this); }
+  void Submit() { dispatcher_.Submit(lane_, *this); }
 
   absl::Time deadline() const override { return context_.deadline; }
   bool cancelled() const override { return ctx_->IsCancelled(); }
@@ -82,6 +94,8 @@ class DispatchedCall : public Reactor, public dispatch::Call {
  protected:
   dispatch::Dispatcher& dispatcher_;
   const char* const name_;
+  const dispatch::Lane lane_;
+  const bool tried_at_once_;
   const common::Context context_;
   grpc::CallbackServerContext* const ctx_;
   const Req* const req_;
@@ -97,9 +111,17 @@ class UnaryCall final : public DispatchedCall<Req, grpc::ServerUnaryReactor> {
         resp_(resp),
         fn_(std::move(fn)) {}
 
-  void Run() override { this->Finish(Handle(this->name_, this->context_, *this->req_, resp_, fn_)); }
+  bool AnsweredAtOnce() override { return this->tried_at_once_ && Answer(true); }
+  void Run() override { Answer(false); }
 
  private:
+  bool Answer(bool without_waiting) {
+    std::optional<grpc::Status> status = Handle(this->name_, this->context_, *this->req_, resp_, fn_, without_waiting);
+    if (!status) return false;
+    this->Finish(*status);
+    return true;
+  }
+
   Resp* const resp_;
   Fn fn_;
 };
@@ -115,14 +137,20 @@ class ListCall final : public DispatchedCall<Req, grpc::ServerUnaryReactor> {
         resp_(resp),
         fn_(std::move(fn)) {}
 
-  void Run() override {
-    ListAnswer<Resp> answer;
-    grpc::Status status = Handle(this->name_, this->context_, *this->req_, &answer, fn_);
-    if (status.ok()) status = Send(answer);
-    this->Finish(status);
-  }
+  bool AnsweredAtOnce() override { return this->tried_at_once_ && Answer(true); }
+  void Run() override { Answer(false); }
 
  private:
+  bool Answer(bool without_waiting) {
+    ListAnswer<Resp> answer;
+    std::optional<grpc::Status> status =
+        Handle(this->name_, this->context_, *this->req_, &answer, fn_, without_waiting);
+    if (!status) return false;
+    if (status->ok()) *status = Send(answer);
+    this->Finish(*status);
+    return true;
+  }
+
   grpc::Status Send(const ListAnswer<Resp>& answer) {
     if (!answer.wire) {
       bool own_buffer;
@@ -178,8 +206,9 @@ class StreamCall final : public DispatchedCall<Req, grpc::ServerWriteReactor<Bat
       : DispatchedCall<Req, grpc::ServerWriteReactor<Batch>>(dispatcher, name, std::move(context), ctx, req),
         fn_(std::move(fn)) {}
 
+  bool AnsweredAtOnce() override { return false; }  // no stream is tried at once (lanes.cc)
   void Run() override {
-    grpc::Status status = Handle(this->name_, this->context_, *this->req_, &batches_, fn_);
+    grpc::Status status = *Handle(this->name_, this->context_, *this->req_, &batches_, fn_, false);
     if (!status.ok() || batches_.empty()) {
       this->Finish(status);
       return;

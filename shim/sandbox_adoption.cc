@@ -14,6 +14,7 @@
 #include "absl/strings/str_cat.h"
 #include "absl/strings/str_join.h"
 #include "common/log.h"
+#include "common/no_wait.h"
 #include "shim/cri_service.h"
 #include "shim/naming.h"
 #include "shim/network/cni_config.h"
@@ -79,6 +80,9 @@ bool CriService::WantsAdoption(const dockerclient::ContainerInspect& sandbox,
 absl::StatusOr<SandboxCheckpoint> CriService::AdoptPodNetwork(const common::Context& ctx,
                                                               const dockerclient::ContainerInspect& sandbox,
                                                               absl::StatusOr<SandboxCheckpoint> known) {
+  // Adoption waits for Docker, a namespace and other calls' adoptions (under adoption_mu_),
+  // and records failures: never tried at once.
+  if (!common::MayWait()) return known;
   const absl::Time now = options_.clock ? options_.clock() : absl::Now();
   std::lock_guard lock(adoption_mu_);
   if (auto it = adoption_failures_.find(sandbox.id); it != adoption_failures_.end() && now - it->second < kAdoptionRetry)

@@ -36,6 +36,10 @@ Dispatcher::~Dispatcher() {
 }
 
 void Dispatcher::Submit(Lane lane, Call& call) {
+  if (!stopped_ && call.AnsweredAtOnce()) {
+    if (after_call_) after_call_();
+    return;
+  }
   absl::Status refusal;
   std::thread left;
   {

@@ -8,7 +8,11 @@
 // bound to a thread (observability::RpcScope) covers all of its Docker calls.
 // Workers start as calls come and leave after LaneLimits::max_idle without a call,
 // so the threads a burst started do not stay; the most recently idle worker takes
-// the next call, so a steady trickle keeps only the workers it needs.
+// the next call, so a steady trickle keeps only the workers it needs. A call that can
+// be answered without waiting is answered where it is submitted, without a worker:
+// the kubelet's relists and status polls, which the container view answers, cost less
+// than handing them to a worker and back.
+#include <atomic>
 #include <condition_variable>
 #include <functional>
 #include <list>
@@ -23,11 +27,16 @@
 
 namespace shim::dispatch {
 
-// A call given to the dispatcher: exactly one of Run and Refuse is called, once.
+// A call given to the dispatcher: it is answered at once, or exactly one of Run and
+// Refuse is called, once.
 class Call {
  public:
   virtual absl::Time deadline() const = 0;
   virtual bool cancelled() const = 0;
+  // Tried first, on the thread that submits the call: answers it if that needs no wait
+  // (common/no_wait.h), as a call that memory answers does; false when it must run on
+  // a worker.
+  virtual bool AnsweredAtOnce() = 0;
   virtual void Run() = 0;                              // on a worker of its lane
   virtual void Refuse(const absl::Status& why) = 0;    // instead of running; any thread
 
@@ -37,15 +46,17 @@ class Call {
 
 class Dispatcher {
  public:
-  // `after_call` runs on the worker after each call it ran or refused (the heap
-  // trimmer notes the end of a burst there).
+  // `after_call` runs after each call that was answered, run or refused: on the worker, or
+  // on the submitting thread for a call answered at once (the heap trimmer notes the end
+  // of a burst there).
   explicit Dispatcher(Limits limits = DefaultLimits(), std::function<void()> after_call = nullptr);
   ~Dispatcher();  // Stop, then Join
   Dispatcher(const Dispatcher&) = delete;
   Dispatcher& operator=(const Dispatcher&) = delete;
 
-  // Queues `call` (it must stay alive until run or refused), or refuses it at once:
-  // RESOURCE_EXHAUSTED when the lane's queue is full, UNAVAILABLE after Stop.
+  // Answers `call` at once (Call::AnsweredAtOnce), or queues it (it must stay alive until
+  // run or refused), or refuses it at once: RESOURCE_EXHAUSTED when the lane's queue is
+  // full, UNAVAILABLE after Stop.
   void Submit(Lane lane, Call& call);
   // gRPC cancelled the call (its client left or its deadline passed): refused
   // DEADLINE_EXCEEDED or CANCELLED if it still waits; otherwise it runs or ran, and
@@ -86,7 +97,7 @@ class Dispatcher {
   std::mutex mu_;
   LaneState lanes_[kLaneCount];                   // guarded by mu_
   std::unordered_map<const Call*, Where> queued_;  // guarded by mu_
-  bool stopped_ = false;                           // guarded by mu_
+  std::atomic<bool> stopped_ = false;              // written under mu_
   // The last worker that left: it has returned or is about to, and is joined by the
   // next worker to leave, the next Submit or Join. Guarded by mu_.
   std::thread left_;

@@ -27,6 +27,10 @@ const char* LaneName(Lane lane);  // "health", "short", "lifecycle", "process", 
 // GetContainerEvents (a stream that runs on no worker) or a name the table lacks.
 std::optional<Lane> LaneOf(std::string_view method);
 
+// Whether a call of `method` is first tried at once, on the gRPC thread that received it
+// (Call::AnsweredAtOnce), before it is queued for a worker of its lane.
+bool TriedAtOnce(std::string_view method);
+
 struct LaneLimits {
   int workers = 1;             // at most; started as calls come
   std::size_t max_queued = 1;  // calls waiting for a worker; past it, RESOURCE_EXHAUSTED

@@ -17,6 +17,7 @@
 #include "absl/strings/match.h"
 #include "absl/strings/str_cat.h"
 #include "common/log.h"
+#include "common/no_wait.h"
 #include "common/status.h"
 #include "common/unique_fd.h"
 #include "dockerclient/log_stream.h"
@@ -503,6 +504,7 @@ void LogCopier::Forget(const std::string& container_id) {
 }
 
 bool LogCopier::AwaitFinished(const std::string& container_id, absl::Duration timeout) {
+  if (!common::MayWait()) return true;  // what the call answers is dropped: no warning for it
   auto done = std::make_shared<std::promise<void>>();
   std::future<void> finished = done->get_future();
   asio::post(ioc_, [this, container_id, done] {

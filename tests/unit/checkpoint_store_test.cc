@@ -22,6 +22,8 @@
 
 #include <nlohmann/json.hpp>
 
+#include "common/no_wait.h"
+
 namespace shim {
 namespace {
 
@@ -260,6 +262,24 @@ TEST_F(CheckpointStoreTest, WriteReadRoundTrip) {
   changed.ip = "10.88.0.9";
   ASSERT_TRUE(store_->Write(changed).ok());
   ExpectSame(ReadOk(*store_, kId1), changed);
+}
+
+// A call answered on gRPC's thread (common/no_wait.h) gets what the store holds in memory;
+// a file read, which may wait behind another sandbox's fsync, is refused there.
+TEST_F(CheckpointStoreTest, AReadThatMustNotWaitIsAnsweredFromMemoryOrRefused) {
+  ASSERT_TRUE(store_->Write(Full(kId1)).ok());
+  CheckpointStore fresh(root_);  // nothing in memory yet
+  ASSERT_TRUE(fresh.Init().ok());
+  {
+    common::NoWaitScope no_wait;
+    auto refused = fresh.Read(kId1);
+    EXPECT_EQ(refused.status().code(), absl::StatusCode::kUnavailable) << refused.status();
+    EXPECT_TRUE(no_wait.wanted_to_wait());
+  }
+  ExpectSame(ReadOk(fresh, kId1), Full(kId1));  // read from the file, kept
+  common::NoWaitScope no_wait;
+  ExpectSame(ReadOk(fresh, kId1), Full(kId1));
+  EXPECT_FALSE(no_wait.wanted_to_wait()) << "answered from memory";
 }
 
 TEST_F(CheckpointStoreTest, AtomicWriteLeavesOnlyTheFileWithMode0600) {

@@ -25,7 +25,7 @@ using ::testing::HasSubstr;
 using ::testing::Not;
 
 // What the tests hand the dispatcher: counts its runs, waits at `gate` while running
-// when given one, remembers its refusal.
+// when given one, remembers its refusal; answered at once when AnswerAtOnce() was called.
 class TestCall final : public Call {
  public:
   explicit TestCall(absl::Notification* gate = nullptr, absl::Time deadline = absl::InfiniteFuture())
@@ -33,6 +33,13 @@ class TestCall final : public Call {
 
   absl::Time deadline() const override { return deadline_; }
   bool cancelled() const override { return cancelled_; }
+  bool AnsweredAtOnce() override {
+    if (!at_once_) return false;
+    answering_thread_ = std::this_thread::get_id();
+    ++answers_at_once_;
+    done_.Notify();
+    return true;
+  }
   void Run() override {
     running_thread_ = std::this_thread::get_id();
     started_.Notify();
@@ -46,6 +53,9 @@ class TestCall final : public Call {
   }
 
   void Cancel() { cancelled_ = true; }
+  void AnswerAtOnce() { at_once_ = true; }
+  int answers_at_once() const { return answers_at_once_; }
+  std::thread::id answering_thread() const { return answering_thread_; }
   bool AwaitStarted(absl::Duration timeout = absl::Seconds(5)) {
     return started_.WaitForNotificationWithTimeout(timeout);
   }
@@ -59,7 +69,9 @@ class TestCall final : public Call {
   absl::Notification* const gate_;
   const absl::Time deadline_;
   std::atomic<bool> cancelled_{false};
-  std::atomic<int> runs_{0};
+  bool at_once_ = false;
+  std::atomic<int> runs_{0}, answers_at_once_{0};
+  std::thread::id answering_thread_;
   std::optional<absl::Status> refusal_;
   std::thread::id running_thread_;
   absl::Notification started_, done_;
@@ -135,6 +147,18 @@ TEST(LanesTest, ShortCallsNeverShareALaneWithCallsThatWaitOnContainersOrRegistri
   EXPECT_EQ(LaneOf("PullImage"), Lane::kPull);
 }
 
+TEST(LanesTest, OnlyTheKubeletsPollsThatMemoryAnswersAreTriedAtOnce) {
+  for (const char* name : {"Version", "ListPodSandbox", "PodSandboxStatus", "ListContainers", "ContainerStatus"}) {
+    EXPECT_TRUE(TriedAtOnce(name)) << name;
+    // A call tried at once falls back to a lane that never waits on containers.
+    EXPECT_THAT(LaneOf(name), ::testing::AnyOf(Lane::kHealth, Lane::kShort)) << name;
+  }
+  // Status pings Docker every time; the rest change things or read files and Docker.
+  for (const char* name : {"Status", "ListContainerStats", "ImageFsInfo", "RunPodSandbox", "StopContainer",
+                           "ExecSync", "PullImage", "StreamContainers", "GetContainerEvents"})
+    EXPECT_FALSE(TriedAtOnce(name)) << name;
+}
+
 TEST(LanesTest, EveryPodOfAFullNodeCanWaitOutItsGracePeriodAtOnce) {
   // A drain of a node with maxPods raised to 250: every StopContainer sleeps through
   // its pod's grace period on a worker of its own, not in rounds of grace periods.
@@ -148,6 +172,30 @@ TEST(DispatcherTest, RunsACallOnAWorkerThread) {
   ASSERT_TRUE(call.AwaitDone());
   EXPECT_EQ(call.runs(), 1);
   EXPECT_FALSE(call.refusal());
+  EXPECT_NE(call.running_thread(), std::this_thread::get_id());
+}
+
+TEST(DispatcherTest, ACallAnsweredAtOnceIsAnsweredOnTheSubmittingThreadWithoutAWorker) {
+  int after = 0;
+  Dispatcher dispatcher(Small(2, 4), [&] { ++after; });
+  TestCall call;
+  call.AnswerAtOnce();
+  dispatcher.Submit(Lane::kShort, call);
+  EXPECT_TRUE(call.HasEnded()) << "answered before Submit returned";
+  EXPECT_EQ(call.answers_at_once(), 1);
+  EXPECT_EQ(call.runs(), 0);
+  EXPECT_FALSE(call.refusal());
+  EXPECT_EQ(call.answering_thread(), std::this_thread::get_id());
+  EXPECT_EQ(ThreadsNamed("cri-short"), 0) << "no worker started for it";
+  EXPECT_EQ(after, 1) << "the hook notes the end of every call, this one too";
+}
+
+TEST(DispatcherTest, ACallThatCannotBeAnsweredAtOnceRunsOnAWorkerAsAnyOther) {
+  Dispatcher dispatcher(Small(2, 4));
+  TestCall call;  // AnsweredAtOnce says no
+  dispatcher.Submit(Lane::kShort, call);
+  ASSERT_TRUE(call.AwaitDone());
+  EXPECT_EQ(call.runs(), 1);
   EXPECT_NE(call.running_thread(), std::this_thread::get_id());
 }
 
@@ -283,6 +331,11 @@ TEST(DispatcherTest, StopRefusesTheQueuedAndLaterCallsAndLetsRunningOnesEnd) {
   dispatcher.Submit(Lane::kShort, later);
   ASSERT_TRUE(later.refusal());
   EXPECT_EQ(later.refusal()->code(), absl::StatusCode::kUnavailable);
+  TestCall answerable;
+  answerable.AnswerAtOnce();
+  dispatcher.Submit(Lane::kShort, answerable);
+  ASSERT_TRUE(answerable.refusal()) << "not answered after Stop, even from memory";
+  EXPECT_EQ(answerable.answers_at_once(), 0);
   EXPECT_FALSE(running.HasEnded());
   std::thread release([&] {
     absl::SleepFor(absl::Milliseconds(50));

@@ -60,6 +60,11 @@ int64_t Queued(dispatch::Lane lane) {
   return observability::Metrics().cri_queued.With({dispatch::LaneName(lane)}).Value();
 }
 
+// Calls of `lane` that a worker took (answered at once, a call never reaches one).
+uint64_t Dispatched(dispatch::Lane lane) {
+  return observability::Metrics().cri_queue_wait.With({dispatch::LaneName(lane)}).Read().cumulative.back();
+}
+
 // Waits until `lane` holds `n` queued calls; whether it did within 5 s.
 bool AwaitQueued(dispatch::Lane lane, int64_t n) {
   for (absl::Time end = absl::Now() + absl::Seconds(5); absl::Now() < end; absl::SleepFor(absl::Milliseconds(5)))
@@ -239,6 +244,47 @@ TEST_F(GrpcServerLoadTest, ShortCallsAnswerWhile300SlowCallsWaitAndNoCallIsRefus
   EXPECT_EQ(docker_.Entered("RunExec"), 100);
   EXPECT_EQ(docker_.Entered("RemoveContainer"), 50);
   EXPECT_EQ(docker_.Entered("PullImage"), 50);
+}
+
+// The kubelet's polls that memory answers are answered where gRPC hands them over: a
+// Version whose Docker version is cached needs no worker, even while Docker hangs; one
+// that must ask Docker, and a ContainerStatus that must inspect (no container view
+// here), go to a worker and get Docker's answer, asked once.
+TEST_F(GrpcServerLoadTest, WhatMemoryAnswersNeedsNoWorkerAndWhatNeedsDockerGetsOne) {
+  MakePods(1, 1);
+  StartServer();
+  auto version = [&] {
+    grpc::ClientContext ctx;
+    ctx.set_deadline(std::chrono::system_clock::now() + std::chrono::seconds(5));
+    v1::VersionResponse resp;
+    grpc::Status s = runtime_stub_->Version(&ctx, v1::VersionRequest(), &resp);
+    EXPECT_TRUE(s.ok()) << s.error_message();
+    return resp.runtime_version();
+  };
+  const uint64_t health_before = Dispatched(dispatch::Lane::kHealth);
+  const std::string first = version();  // asks Docker: on a worker
+  EXPECT_FALSE(first.empty());
+  EXPECT_EQ(Dispatched(dispatch::Lane::kHealth), health_before + 1);
+  EXPECT_EQ(docker_.Entered("Version"), 1) << "the attempt at once did not reach Docker";
+
+  docker_.Close("Version");  // a cached answer does not need it
+  for (int i = 0; i < 20; ++i) EXPECT_EQ(version(), first);
+  EXPECT_EQ(Dispatched(dispatch::Lane::kHealth), health_before + 1) << "20 answered at once";
+  EXPECT_EQ(docker_.Entered("Version"), 1);
+  docker_.OpenAll();
+
+  const uint64_t short_before = Dispatched(dispatch::Lane::kShort);
+  const int inspects_before = docker_.Entered("InspectContainer");
+  grpc::ClientContext ctx;
+  v1::ContainerStatusRequest req;
+  req.set_container_id(containers_[0]);
+  v1::ContainerStatusResponse resp;
+  grpc::Status s = runtime_stub_->ContainerStatus(&ctx, req, &resp);
+  ASSERT_TRUE(s.ok()) << s.error_message();
+  EXPECT_EQ(resp.status().id(), containers_[0]);
+  EXPECT_EQ(resp.status().state(), v1::CONTAINER_RUNNING);
+  EXPECT_EQ(Dispatched(dispatch::Lane::kShort), short_before + 1) << "it needed Docker: a worker ran it";
+  EXPECT_EQ(docker_.Entered("InspectContainer"), inspects_before + 1) << "asked once, by the worker";
 }
 
 TEST_F(GrpcServerLoadTest, AQueuedCallWhoseDeadlinePassesIsAnsweredWithoutRunning) {

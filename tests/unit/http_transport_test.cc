@@ -18,6 +18,7 @@
 
 #include "absl/strings/str_cat.h"
 #include "absl/strings/str_join.h"
+#include "common/no_wait.h"
 #include "tests/unit/test_http_server.h"
 
 namespace dockerclient {
@@ -56,6 +57,22 @@ TEST(HttpTransportTest, KeepAliveReusesOneConnection) {
     EXPECT_EQ(response->body, target);
   }
   EXPECT_EQ(server.accepted(), 1);
+}
+
+TEST(HttpTransportTest, NoRequestLeavesAThreadThatMustNotWaitAndTheScopeKnows) {
+  UnixHttpServer server(EchoTarget);
+  HttpTransport transport(server.path(), server.endpoint());
+  {
+    common::NoWaitScope no_wait;
+    auto refused = transport.Request(Timeout(absl::Seconds(5)), "GET", "/containers/abc/json");
+    ASSERT_FALSE(refused.ok());
+    EXPECT_THAT(refused.status().message(), HasSubstr("GET /containers/abc/json"));
+    EXPECT_TRUE(no_wait.wanted_to_wait());
+  }
+  EXPECT_EQ(server.accepted(), 0) << "dockerd never saw it";
+  auto sent = transport.Request(Timeout(absl::Seconds(5)), "GET", "/after");
+  ASSERT_TRUE(sent.ok()) << sent.status();
+  EXPECT_EQ(sent->body, "/after");
 }
 
 TEST(HttpTransportTest, SendsBodyAndLowercasesResponseHeaders) {

@@ -3,6 +3,7 @@
 
 #include <filesystem>
 #include <fstream>
+#include <memory>
 
 #include "absl/cleanup/cleanup.h"
 #include "shim/cri_service.h"
@@ -28,6 +29,35 @@ class ImagesTest : public ::testing::Test {
   FakeDockerClient docker_;
   FakeNetwork network_;
   CriService service_;
+};
+
+// A layer store on a clock the test moves: the service's ImageFsInfo inodes, and a file
+// added to the store.
+class ClockedStoreTest : public ImagesTest {
+ protected:
+  void SetUp() override {
+    root_ = std::filesystem::temp_directory_path() /
+            ("dsfs-" + std::string(::testing::UnitTest::GetInstance()->current_test_info()->name()) + "-" +
+             std::to_string(::getpid()));
+    std::filesystem::create_directories(root_ / "overlay2" / "layer1");
+    docker_.info.docker_root_dir = root_.string();
+    Options o = MakeOptions();
+    o.clock = [this] { return now_; };
+    clocked_ = std::make_unique<CriService>(o, docker_, network_);
+  }
+  void TearDown() override { std::filesystem::remove_all(root_); }
+
+  uint64_t Inodes() {
+    auto resp = clocked_->ImageFsInfo(ctx_, v1::ImageFsInfoRequest());
+    EXPECT_TRUE(resp.ok()) << resp.status();
+    return resp.ok() ? resp->image_filesystems(0).inodes_used().value() : 0;
+  }
+  void AddFile() { std::ofstream(root_ / "overlay2" / "layer1" / ("f" + std::to_string(files_++))) << "x"; }
+
+  std::filesystem::path root_;
+  absl::Time now_ = absl::FromUnixSeconds(1000);
+  std::unique_ptr<CriService> clocked_;
+  int files_ = 0;
 };
 
 v1::ImageStatusRequest StatusOf(const std::string& image) {
@@ -207,42 +237,57 @@ TEST_F(ImagesTest, ImageFsInfoMeasuresDockerRoot) {
 
 // The kubelet asks every 10 s; a walk of a big store is not free. A minute-old figure is
 // answered, unless an image was pulled or removed through us meanwhile.
-TEST_F(ImagesTest, ImageFsInfoMeasuresAgainAfterAMinuteOrAPullOrARemoval) {
-  const auto root = std::filesystem::temp_directory_path() / ("dsfs-ttl-" + std::to_string(::getpid()));
-  absl::Cleanup remove_root = [&] { std::filesystem::remove_all(root); };
-  std::filesystem::create_directories(root / "overlay2" / "layer1");
-  docker_.info.docker_root_dir = root.string();
-  absl::Time now = absl::FromUnixSeconds(1000);
-  Options o = MakeOptions();
-  o.clock = [&] { return now; };
-  CriService service(o, docker_, network_);
-  auto inodes = [&] {
-    auto resp = service.ImageFsInfo(ctx_, v1::ImageFsInfoRequest());
-    EXPECT_TRUE(resp.ok()) << resp.status();
-    return resp.ok() ? resp->image_filesystems(0).inodes_used().value() : 0;
-  };
-  auto add_file = [&, n = 0]() mutable { std::ofstream(root / "overlay2" / "layer1" / ("f" + std::to_string(n++))) << "x"; };
-  const uint64_t first = inodes();
-  add_file();
-  now += absl::Seconds(50);
-  EXPECT_EQ(inodes(), first) << "measured again within the minute";
-  now += absl::Seconds(11);
-  EXPECT_EQ(inodes(), first + 1) << "not measured again after a minute";
+TEST_F(ClockedStoreTest, ImageFsInfoMeasuresAgainAfterAMinuteOrAPullOrARemoval) {
+  const uint64_t first = Inodes();
+  AddFile();
+  now_ += absl::Seconds(50);
+  EXPECT_EQ(Inodes(), first) << "measured again within the minute";
+  now_ += absl::Seconds(11);
+  EXPECT_EQ(Inodes(), first + 1) << "not measured again after a minute";
 
-  add_file();
+  AddFile();
   docker_.AddImage({"busybox:latest"});
   v1::RemoveImageRequest remove;
   remove.mutable_image()->set_image("busybox:latest");
-  ASSERT_TRUE(service.RemoveImage(ctx_, remove).ok());
-  EXPECT_EQ(inodes(), first + 2) << "not measured again after a removal";
+  ASSERT_TRUE(clocked_->RemoveImage(ctx_, remove).ok());
+  EXPECT_EQ(Inodes(), first + 2) << "not measured again after a removal";
 
-  add_file();
+  AddFile();
   docker_.AddPullableImage("registry.example/app:1", "0");
   v1::PullImageRequest pull;
   pull.mutable_image()->set_image("registry.example/app:1");
-  ASSERT_TRUE(service.PullImage(ctx_, pull).ok());
-  EXPECT_EQ(inodes(), first + 3) << "not measured again after a pull";
-  EXPECT_EQ(inodes(), first + 3);
+  ASSERT_TRUE(clocked_->PullImage(ctx_, pull).ok());
+  EXPECT_EQ(Inodes(), first + 3) << "not measured again after a pull";
+  EXPECT_EQ(Inodes(), first + 3);
+}
+
+// A store that stays the same is measured twice as long after each time, up to five
+// minutes; a change brings the minute back.
+TEST_F(ClockedStoreTest, ImageFsInfoOfAStoreThatStaysTheSameIsMeasuredLessOftenUpToFiveMinutes) {
+  const uint64_t first = Inodes();  // kept a minute
+  now_ += absl::Seconds(61);
+  EXPECT_EQ(Inodes(), first);  // measured, the same: kept 2 minutes
+  AddFile();
+  now_ += absl::Seconds(119);
+  EXPECT_EQ(Inodes(), first) << "measured again within 2 minutes";
+  now_ += absl::Seconds(2);
+  EXPECT_EQ(Inodes(), first + 1) << "kept longer than 2 minutes after one unchanged walk";
+  AddFile();  // that walk found a change: kept a minute
+  now_ += absl::Seconds(59);
+  EXPECT_EQ(Inodes(), first + 1) << "measured again within the minute after a change";
+  now_ += absl::Seconds(2);
+  EXPECT_EQ(Inodes(), first + 2) << "kept longer than a minute after a change";
+  now_ += absl::Seconds(61);
+  EXPECT_EQ(Inodes(), first + 2);  // the same: 2 minutes
+  now_ += absl::Seconds(121);
+  EXPECT_EQ(Inodes(), first + 2);  // the same: 4 minutes
+  now_ += absl::Seconds(241);
+  EXPECT_EQ(Inodes(), first + 2);  // the same: 5 minutes, not 8
+  AddFile();
+  now_ += absl::Seconds(290);
+  EXPECT_EQ(Inodes(), first + 2) << "measured again within 5 minutes";
+  now_ += absl::Seconds(11);
+  EXPECT_EQ(Inodes(), first + 3) << "kept longer than 5 minutes";
 }
 
 TEST_F(ImagesTest, ImageFsInfoCountsAHardLinkedFileOnce) {

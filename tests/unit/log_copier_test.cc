@@ -19,6 +19,7 @@
 
 #include "absl/strings/str_cat.h"
 #include "absl/time/clock.h"
+#include "common/no_wait.h"
 #include "shim/logs/cri_log.h"
 #include "tests/unit/eventually.h"
 #include "tests/unit/fake_docker_client.h"
@@ -274,6 +275,25 @@ TEST_F(LogCopierTest, AwaitFinishedWaitsForTheEndOfDockersStream) {
   EXPECT_TRUE(copier_->AwaitFinished("c1", absl::Seconds(5)));
   EXPECT_EQ(ReadFile(path_), absl::StrCat(kT1, " stdout F last words\n")) << "written before it returned";
   EXPECT_TRUE(copier_->AwaitFinished("c1", absl::Seconds(1))) << "once finished";
+}
+
+TEST_F(LogCopierTest, AwaitFinishedDoesNotWaitOnAThreadThatMustNot) {
+  Serve([this](int fd, int) {
+    testhttp::WriteAll(fd, testhttp::kChunkedOk);
+    while (!release_) absl::SleepFor(absl::Milliseconds(2));
+    testhttp::WriteAll(fd, testhttp::kChunkedEnd);
+  });
+  copier_->Follow("c1", path_, false);
+  ASSERT_TRUE(Eventually([&] { return Targets().size() == 1; }));
+  {
+    common::NoWaitScope no_wait;
+    const absl::Time start = absl::Now();
+    copier_->AwaitFinished("c1", absl::Seconds(5));  // the stream has not ended
+    EXPECT_LT(absl::Now() - start, absl::Seconds(1)) << "it waited";
+    EXPECT_TRUE(no_wait.wanted_to_wait());
+  }
+  release_ = true;
+  EXPECT_TRUE(copier_->AwaitFinished("c1", absl::Seconds(5)));
 }
 
 TEST_F(LogCopierTest, StopEndsFollowedStreams) {

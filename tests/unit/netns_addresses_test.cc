@@ -10,6 +10,7 @@
 #include <vector>
 
 #include "common/netns_thread.h"
+#include "common/no_wait.h"
 
 namespace {
 
@@ -40,6 +41,16 @@ TEST(NetnsThread, AGoneNamespaceIsNotFoundAndTheWorkDoesNotRun) {
   // The thread goes on.
   EXPECT_TRUE(netns.Run("", [&] { ran = true; }).ok());
   EXPECT_TRUE(ran);
+}
+
+TEST(NetnsThread, AThreadThatMustNotWaitEntersNoNamespace) {
+  common::NetnsThread netns;
+  bool ran = false;
+  common::NoWaitScope no_wait;
+  absl::Status entered = netns.Run("", [&] { ran = true; });
+  EXPECT_EQ(entered.code(), absl::StatusCode::kUnavailable);
+  EXPECT_FALSE(ran);
+  EXPECT_TRUE(no_wait.wanted_to_wait());
 }
 
 TEST(NetlinkAddressReader, LoopbackHasNoGlobalAddress) {
