@@ -68,8 +68,9 @@ grpc::Status Refused(const char* name, const absl::Status& why) {
   return status;
 }
 
-// What every dispatched call has: its name, context and request, and gRPC's
-// cancellation reaching the dispatcher while it waits.
+// What every dispatched call has: its name, context and request, gRPC's cancellation
+// reaching the dispatcher while it waits, and its answer tried at once where its method
+// is (lanes.cc), made on a worker otherwise.
 template <typename Req, typename Reactor>
 class DispatchedCall : public Reactor, public dispatch::Call {
  public:
@@ -85,6 +86,8 @@ class DispatchedCall : public Reactor, public dispatch::Call {
 
   void Submit() { dispatcher_.Submit(lane_, *this); }
 
+  bool AnsweredAtOnce() final { return tried_at_once_ && Answer(true); }
+  void Run() final { Answer(false); }
   absl::Time deadline() const override { return context_.deadline; }
   bool cancelled() const override { return ctx_->IsCancelled(); }
   void Refuse(const absl::Status& why) override { this->Finish(Refused(name_, why)); }
@@ -92,6 +95,10 @@ class DispatchedCall : public Reactor, public dispatch::Call {
   void OnDone() override { delete this; }
 
  protected:
+  // Runs the call and answers it; false, having answered nothing, when `without_waiting`
+  // and it would have waited.
+  virtual bool Answer(bool without_waiting) = 0;
+
   dispatch::Dispatcher& dispatcher_;
   const char* const name_;
   const dispatch::Lane lane_;
@@ -101,7 +108,7 @@ class DispatchedCall : public Reactor, public dispatch::Call {
   const Req* const req_;
 };
 
-// A unary call: the worker runs it and answers.
+// A unary call.
 template <typename Req, typename Resp, typename Fn>
 class UnaryCall final : public DispatchedCall<Req, grpc::ServerUnaryReactor> {
  public:
@@ -111,11 +118,8 @@ class UnaryCall final : public DispatchedCall<Req, grpc::ServerUnaryReactor> {
         resp_(resp),
         fn_(std::move(fn)) {}
 
-  bool AnsweredAtOnce() override { return this->tried_at_once_ && Answer(true); }
-  void Run() override { Answer(false); }
-
  private:
-  bool Answer(bool without_waiting) {
+  bool Answer(bool without_waiting) override {
     std::optional<grpc::Status> status = Handle(this->name_, this->context_, *this->req_, resp_, fn_, without_waiting);
     if (!status) return false;
     this->Finish(*status);
@@ -137,11 +141,8 @@ class ListCall final : public DispatchedCall<Req, grpc::ServerUnaryReactor> {
         resp_(resp),
         fn_(std::move(fn)) {}
 
-  bool AnsweredAtOnce() override { return this->tried_at_once_ && Answer(true); }
-  void Run() override { Answer(false); }
-
  private:
-  bool Answer(bool without_waiting) {
+  bool Answer(bool without_waiting) override {
     ListAnswer<Resp> answer;
     std::optional<grpc::Status> status =
         Handle(this->name_, this->context_, *this->req_, &answer, fn_, without_waiting);
@@ -206,16 +207,6 @@ class StreamCall final : public DispatchedCall<Req, grpc::ServerWriteReactor<Bat
       : DispatchedCall<Req, grpc::ServerWriteReactor<Batch>>(dispatcher, name, std::move(context), ctx, req),
         fn_(std::move(fn)) {}
 
-  bool AnsweredAtOnce() override { return false; }  // no stream is tried at once (lanes.cc)
-  void Run() override {
-    grpc::Status status = *Handle(this->name_, this->context_, *this->req_, &batches_, fn_, false);
-    if (!status.ok() || batches_.empty()) {
-      this->Finish(status);
-      return;
-    }
-    this->StartWrite(&batches_[0]);
-  }
-
   void OnWriteDone(bool ok) override {
     if (!ok) {
       this->Finish(grpc::Status(grpc::StatusCode::CANCELLED, "the client closed the stream"));
@@ -227,6 +218,18 @@ class StreamCall final : public DispatchedCall<Req, grpc::ServerWriteReactor<Bat
   }
 
  private:
+  bool Answer(bool without_waiting) override {
+    std::optional<grpc::Status> status =
+        Handle(this->name_, this->context_, *this->req_, &batches_, fn_, without_waiting);
+    if (!status) return false;
+    if (!status->ok() || batches_.empty()) {
+      this->Finish(*status);
+    } else {
+      this->StartWrite(&batches_[0]);
+    }
+    return true;
+  }
+
   Fn fn_;
   std::vector<Batch> batches_;
   std::size_t written_ = 0;
