@@ -41,8 +41,9 @@ absl::StatusOr<v1::ListContainerStatsResponse> CriService::ListContainerStats(co
   filter.set_pod_sandbox_id(req.filter().pod_sandbox_id());
   *filter.mutable_label_selector() = req.filter().label_selector();
   ASSIGN_OR_RETURN(std::vector<ContainerFigures> figures, FiguresOfContainers(ctx, filter));
+  const std::string image_fs = ImageFsMountpoint(ctx, *info);
   v1::ListContainerStatsResponse resp;
-  for (const ContainerFigures& container : figures) *resp.add_stats() = ToContainerStats(container, ImageFsMountpoint(ctx, *info));
+  for (const ContainerFigures& container : figures) *resp.add_stats() = ToContainerStats(container, image_fs);
   return resp;
 }
 

@@ -1,4 +1,5 @@
 // dockershim: serves CRI v1 on a unix socket and drives Docker Engine.
+#include <sys/resource.h>
 #include <unistd.h>
 
 #include <CLI/CLI.hpp>
@@ -75,6 +76,22 @@ absl::Duration ParseDurationFlag(const std::string& name, const std::string& val
 }
 
 // "" for fd://: the socket systemd passed.
+// The soft limit of open files raised to the hard one, as every Go program (cri-dockerd,
+// containerd, the kubelet) does at start: the stats keep each running container's cgroup
+// files open (KeptKernelFiles, up to half of the limit), about 7 per container, past
+// the usual soft limit of 1024 on a full node. The packaged unit sets both already.
+void RaiseOpenFileLimit() {
+  rlimit limit{};
+  if (::getrlimit(RLIMIT_NOFILE, &limit) != 0 || limit.rlim_cur >= limit.rlim_max) return;
+  const rlim_t soft = limit.rlim_cur;
+  limit.rlim_cur = limit.rlim_max;
+  if (::setrlimit(RLIMIT_NOFILE, &limit) == 0) {
+    LOG_INFO << "open files limit raised from " << soft << " to " << limit.rlim_max;
+  } else {
+    LOG_WARN << "cannot raise the open files limit from " << soft << ": " << std::strerror(errno);
+  }
+}
+
 std::string SocketPath(const std::string& endpoint) {
   if (endpoint == "fd://") return "";
   if (absl::StartsWith(endpoint, "unix://")) return endpoint.substr(7);
@@ -153,6 +170,7 @@ int main(int argc, char** argv) {
   if (!common::ParseLogLevel(f.log_level, &level)) Usage("--log-level: unknown level \"" + f.log_level + "\"");
   common::SetLogLevel(level);
   common::SetTraceCalls(f.log_level == "trace");
+  RaiseOpenFileLimit();
   if (f.network_plugin == "kubenet") Usage("--network-plugin: kubenet is not supported; use cni");
   if (f.network_plugin != "cni" && f.network_plugin != "docker" && !f.network_plugin.empty())
     Usage("--network-plugin: unknown plugin \"" + f.network_plugin + "\" (use cni or docker)");

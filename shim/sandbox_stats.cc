@@ -60,8 +60,9 @@ absl::StatusOr<v1::ListPodSandboxStatsResponse> CriService::ListPodSandboxStats(
   filter.set_id(req.filter().id());
   *filter.mutable_label_selector() = req.filter().label_selector();
   ASSIGN_OR_RETURN(std::vector<PodFigures> pods, FiguresOfReadyPods(ctx, filter));
+  const std::string image_fs = ImageFsMountpoint(ctx, *info);
   v1::ListPodSandboxStatsResponse resp;
-  for (const PodFigures& pod : pods) *resp.add_stats() = ToPodSandboxStats(pod, ImageFsMountpoint(ctx, *info));
+  for (const PodFigures& pod : pods) *resp.add_stats() = ToPodSandboxStats(pod, image_fs);
   return resp;
 }
 

@@ -39,13 +39,14 @@ ContainerFigures StatsSampler::Container(const common::Context& ctx, v1::Contain
   out.container = std::move(container);
   const std::string& id = out.container.id();
   const bool running = out.container.state() == v1::CONTAINER_RUNNING;
+  if (!running) CloseCgroupFiles(id);
   // A stopped container is worth an inspect only for its writable layer.
   if (!running && !options_.writable_layers) return out;
   absl::StatusOr<Facts> facts = FactsOf(ctx, id, running);
   if (!facts.ok()) return out;  // removed since the list
   if (running && layout_) {
     if (std::optional<stats::CgroupDirs> dirs = CgroupOfRunning(ctx, id, *facts)) {
-      out.cgroup = Read(id, *dirs);
+      out.cgroup = Read(id, *dirs, facts->cgroup_files.get());
       // Gone (it stopped since the list): found again from its process next time.
       const stats::CgroupFigures& read = out.cgroup->figures;
       if (!read.cpu_usage_ns && !read.memory && !read.process_count) Forget(id);
@@ -83,7 +84,7 @@ absl::StatusOr<StatsSampler::Facts> StatsSampler::FactsOf(const common::Context&
     }
   }
   ASSIGN_OR_RETURN(dockerclient::ContainerInspect inspect, docker_.InspectContainer(ctx, id));
-  Facts facts{inspect.state.pid, inspect.cgroup_parent, inspect.upper_dir, inspect.network_mode == "host", std::nullopt};
+  Facts facts{inspect.state.pid, inspect.cgroup_parent, inspect.upper_dir, inspect.network_mode == "host", std::nullopt, nullptr};
   if (options_.writable_layers && options_.writable_layer_dir) {
     absl::StatusOr<std::string> dir = options_.writable_layer_dir(ctx, inspect);
     if (!dir.ok()) {
@@ -125,16 +126,24 @@ std::optional<stats::CgroupDirs> StatsSampler::CgroupOfRunning(const common::Con
   std::optional<stats::CgroupDirs> dirs = DirsOfRunning(ctx, id, facts);
   if (!dirs) return dirs;
   facts.cgroup = dirs;
+  facts.cgroup_files = std::make_shared<KeptCgroupFiles>();
   std::lock_guard lock(mu_);
   // Unless the entry was forgotten or inspected again meanwhile.
-  if (auto it = tracked_.find(id); it != tracked_.end() && it->second.facts && it->second.facts->pid == facts.pid)
+  if (auto it = tracked_.find(id); it != tracked_.end() && it->second.facts && it->second.facts->pid == facts.pid) {
     it->second.facts->cgroup = dirs;
+    it->second.facts->cgroup_files = facts.cgroup_files;
+  }
   return dirs;
 }
 
-CgroupReading StatsSampler::Read(const std::string& id, const stats::CgroupDirs& dirs) {
+CgroupReading StatsSampler::Read(const std::string& id, const stats::CgroupDirs& dirs, KeptCgroupFiles* kept) {
   CgroupReading reading;
-  reading.figures = layout_->Read(dirs);
+  if (kept) {
+    std::lock_guard lock(kept->mu);
+    reading.figures = layout_->Read(dirs, kept->files);
+  } else {
+    reading.figures = layout_->Read(dirs);
+  }
   reading.at = Now();
   if (!reading.figures.cpu_usage_ns) return reading;
   std::lock_guard lock(mu_);
@@ -142,6 +151,11 @@ CgroupReading StatsSampler::Read(const std::string& id, const stats::CgroupDirs&
   tracked.used_at = reading.at;
   reading.nano_cores = tracked.cpu.Update({*reading.figures.cpu_usage_ns, reading.at});
   return reading;
+}
+
+void StatsSampler::CloseCgroupFiles(const std::string& id) {
+  std::lock_guard lock(mu_);
+  if (auto it = tracked_.find(id); it != tracked_.end() && it->second.facts) it->second.facts->cgroup_files.reset();
 }
 
 void StatsSampler::Forget(const std::string& id) {

@@ -7,6 +7,7 @@
 // belongs to the container; each container's and pod's CPU rate is kept beside it.
 #include <functional>
 #include <map>
+#include <memory>
 #include <mutex>
 #include <optional>
 #include <string>
@@ -77,6 +78,11 @@ class StatsSampler {
   PodFigures Pod(const common::Context& ctx, v1::PodSandbox sandbox, bool systemd_driver);
 
  private:
+  // One cgroup's files kept open; a sample holds `mu` while it reads them.
+  struct KeptCgroupFiles {
+    std::mutex mu;
+    stats::KeptKernelFiles files;
+  };
   // Of one inspect.
   struct Facts {
     int pid = 0;
@@ -85,6 +91,8 @@ class StatsSampler {
     // The running container's cgroups once found from its process: they are named by
     // its ID, so later samples read them without /proc (the kubelet asks every few seconds).
     std::optional<stats::CgroupDirs> cgroup;
+    // Their files, kept open from one sample to the next while these facts stand.
+    std::shared_ptr<KeptCgroupFiles> cgroup_files;
   };
   struct Tracked {
     std::optional<Facts> facts;
@@ -102,8 +110,11 @@ class StatsSampler {
   // The cgroups of running container `id`: those found before, else DirsOfRunning's,
   // kept for the next sample.
   std::optional<stats::CgroupDirs> CgroupOfRunning(const common::Context& ctx, const std::string& id, Facts& facts);
-  CgroupReading Read(const std::string& id, const stats::CgroupDirs& dirs);
+  // Through `kept` when given, else opening each file.
+  CgroupReading Read(const std::string& id, const stats::CgroupDirs& dirs, KeptCgroupFiles* kept = nullptr);
   void Forget(const std::string& id);
+  // Its cgroup went with its processes (a restart makes a new one, found again).
+  void CloseCgroupFiles(const std::string& id);
   // Drops entries not used for a while, and the least recently used beyond a bound; mu_ held.
   void Prune(absl::Time now);
 

@@ -62,14 +62,14 @@ std::optional<uint64_t> ParseCounter(absl::string_view text) {
   return std::nullopt;
 }
 
-std::optional<uint64_t> ReadCounter(const std::string& path) {
-  absl::StatusOr<std::string> text = ReadKernelFile(path);
+std::optional<uint64_t> ReadCounter(KernelFileSource& files, const std::string& path) {
+  absl::StatusOr<std::string> text = files.Read(path);
   return text.ok() ? ParseCounter(*text) : std::nullopt;
 }
 
 // Unset when the file says "max" (v2) or a figure past kUnlimited (v1), or is unreadable.
-std::optional<uint64_t> ReadLimit(const std::string& path) {
-  std::optional<uint64_t> limit = ReadCounter(path);
+std::optional<uint64_t> ReadLimit(KernelFileSource& files, const std::string& path) {
+  std::optional<uint64_t> limit = ReadCounter(files, path);
   if (limit && *limit > kUnlimited) return std::nullopt;
   return limit;
 }
@@ -85,8 +85,8 @@ std::optional<uint64_t> FlatKeyedValue(absl::string_view text, absl::string_view
 
 // v2's cpu.stat counts microseconds; usage_usec is there whether or not the cpu
 // controller is enabled (cgroup-v2.rst).
-std::optional<uint64_t> ReadCpuUsageNsV2(const std::string& dir) {
-  std::optional<uint64_t> usec = FlatKeyedValue(ReadKernelFile(dir + "/cpu.stat").value_or(""), "usage_usec");
+std::optional<uint64_t> ReadCpuUsageNsV2(KernelFileSource& files, const std::string& dir) {
+  std::optional<uint64_t> usec = FlatKeyedValue(files.Read(dir + "/cpu.stat").value_or(""), "usage_usec");
   if (!usec) return std::nullopt;
   return *usec * 1000;
 }
@@ -94,25 +94,25 @@ std::optional<uint64_t> ReadCpuUsageNsV2(const std::string& dir) {
 // v1's memsw files count memory plus swap (memory.txt, 2.4); swap alone is the
 // difference. Its limit is known only when both limits are set, as with Docker's
 // --memory and --memory-swap.
-void ReadSwapV1(const std::string& dir, MemoryFigures& memory) {
-  if (std::optional<uint64_t> memsw = ReadCounter(dir + "/memory.memsw.usage_in_bytes"))
+void ReadSwapV1(KernelFileSource& files, const std::string& dir, MemoryFigures& memory) {
+  if (std::optional<uint64_t> memsw = ReadCounter(files, dir + "/memory.memsw.usage_in_bytes"))
     memory.swap_usage_bytes = FlooredDifference(*memsw, memory.usage_bytes);
-  std::optional<uint64_t> memsw_limit = ReadLimit(dir + "/memory.memsw.limit_in_bytes");
+  std::optional<uint64_t> memsw_limit = ReadLimit(files, dir + "/memory.memsw.limit_in_bytes");
   if (memsw_limit && memory.limit_bytes) memory.swap_limit_bytes = FlooredDifference(*memsw_limit, *memory.limit_bytes);
 }
 
 // v2's swap files count swap alone.
-void ReadSwapV2(const std::string& dir, MemoryFigures& memory) {
-  memory.swap_usage_bytes = ReadCounter(dir + "/memory.swap.current");
-  memory.swap_limit_bytes = ReadLimit(dir + "/memory.swap.max");
+void ReadSwapV2(KernelFileSource& files, const std::string& dir, MemoryFigures& memory) {
+  memory.swap_usage_bytes = ReadCounter(files, dir + "/memory.swap.current");
+  memory.swap_limit_bytes = ReadLimit(files, dir + "/memory.swap.max");
 }
 
 // Unset without the usage file; memory.stat figures missing from the file count as 0.
-std::optional<MemoryFigures> ReadMemory(const std::string& dir, CgroupVersion version) {
+std::optional<MemoryFigures> ReadMemory(KernelFileSource& source, const std::string& dir, CgroupVersion version) {
   const MemoryFiles& files = version == CgroupVersion::kV1 ? kV1Memory : kV2Memory;
-  std::optional<uint64_t> usage = ReadCounter(absl::StrCat(dir, "/", files.usage));
+  std::optional<uint64_t> usage = ReadCounter(source, absl::StrCat(dir, "/", files.usage));
   if (!usage) return std::nullopt;
-  std::string stat = ReadKernelFile(dir + "/memory.stat").value_or("");
+  std::string stat = source.Read(dir + "/memory.stat").value_or("");
   MemoryFigures memory;
   memory.usage_bytes = *usage;
   // The working set as cAdvisor computes it for the kubelet (eviction, kubectl top):
@@ -121,11 +121,11 @@ std::optional<MemoryFigures> ReadMemory(const std::string& dir, CgroupVersion ve
   memory.rss_bytes = FlatKeyedValue(stat, files.rss).value_or(0);
   memory.page_faults = FlatKeyedValue(stat, files.page_faults).value_or(0);
   memory.major_page_faults = FlatKeyedValue(stat, files.major_page_faults).value_or(0);
-  memory.limit_bytes = ReadLimit(absl::StrCat(dir, "/", files.limit));
+  memory.limit_bytes = ReadLimit(source, absl::StrCat(dir, "/", files.limit));
   if (version == CgroupVersion::kV1) {
-    ReadSwapV1(dir, memory);
+    ReadSwapV1(source, dir, memory);
   } else {
-    ReadSwapV2(dir, memory);
+    ReadSwapV2(source, dir, memory);
   }
   return memory;
 }
@@ -153,8 +153,8 @@ std::optional<PressureLine> ParsePressureFields(absl::string_view fields) {
   return line;
 }
 
-std::optional<Pressure> ReadPressure(const std::string& path) {
-  absl::StatusOr<std::string> text = ReadKernelFile(path);
+std::optional<Pressure> ReadPressure(KernelFileSource& files, const std::string& path) {
+  absl::StatusOr<std::string> text = files.Read(path);
   return text.ok() ? ParsePressure(*text) : std::nullopt;
 }
 
@@ -299,17 +299,22 @@ CgroupDirs CgroupLayout::DirsOfContainer(std::string_view cgroup_parent, std::st
 }
 
 CgroupFigures CgroupLayout::Read(const CgroupDirs& dirs) const {
+  FreshKernelFiles fresh;
+  return Read(dirs, fresh);
+}
+
+CgroupFigures CgroupLayout::Read(const CgroupDirs& dirs, KernelFileSource& files) const {
   CgroupFigures figures;
   if (!dirs.cpu.empty())
-    figures.cpu_usage_ns =
-        version_ == CgroupVersion::kV1 ? ReadCounter(dirs.cpu + "/cpuacct.usage") : ReadCpuUsageNsV2(dirs.cpu);
-  if (!dirs.memory.empty()) figures.memory = ReadMemory(dirs.memory, version_);
-  if (!dirs.pids.empty()) figures.process_count = ReadCounter(dirs.pids + "/pids.current");
+    figures.cpu_usage_ns = version_ == CgroupVersion::kV1 ? ReadCounter(files, dirs.cpu + "/cpuacct.usage")
+                                                          : ReadCpuUsageNsV2(files, dirs.cpu);
+  if (!dirs.memory.empty()) figures.memory = ReadMemory(files, dirs.memory, version_);
+  if (!dirs.pids.empty()) figures.process_count = ReadCounter(files, dirs.pids + "/pids.current");
   // The pressure files are the cgroup core's (there whatever controllers are enabled).
   if (version_ == CgroupVersion::kV2 && !dirs.cpu.empty()) {
-    figures.cpu_pressure = ReadPressure(dirs.cpu + "/cpu.pressure");
-    figures.memory_pressure = ReadPressure(dirs.cpu + "/memory.pressure");
-    figures.io_pressure = ReadPressure(dirs.cpu + "/io.pressure");
+    figures.cpu_pressure = ReadPressure(files, dirs.cpu + "/cpu.pressure");
+    figures.memory_pressure = ReadPressure(files, dirs.cpu + "/memory.pressure");
+    figures.io_pressure = ReadPressure(files, dirs.cpu + "/io.pressure");
   }
   return figures;
 }

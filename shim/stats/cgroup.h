@@ -10,6 +10,7 @@
 #include <vector>
 
 #include "absl/status/statusor.h"
+#include "shim/stats/kernel_file.h"
 
 namespace shim::stats {
 
@@ -96,6 +97,8 @@ class CgroupLayout {
   // that are missing count as 0). On v2 the pressure files are read from the one
   // directory (cpu's) that all controllers share.
   CgroupFigures Read(const CgroupDirs& dirs) const;
+  // The same, each file read through `files` (KeptKernelFiles: kept open between readings).
+  CgroupFigures Read(const CgroupDirs& dirs, KernelFileSource& files) const;
 
  private:
   // One mount of a hierarchy: where it is, and which cgroup of the hierarchy it shows

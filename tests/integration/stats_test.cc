@@ -377,6 +377,32 @@ TEST_F(StatsIntegration, StoppedContainerIsListedWithoutCpuOrMemory) {
   EXPECT_EQ(PodStats("0123456789abcdef0123").status().code(), absl::StatusCode::kNotFound);
 }
 
+// The shim keeps a running container's cgroup files open between samples; a container
+// restarted behind its back (Docker's restart policy, `docker restart`) has a new cgroup
+// of the same name, whose figures the next sample reads.
+TEST_F(StatsIntegration, ARestartedContainersFiguresComeFromItsNewCgroup) {
+  auto p = RunPodWith("restart", Busybox("again", "sleep 600"));
+  ASSERT_TRUE(p.ok()) << p.status();
+  for (int i = 0; i < 2; ++i) {
+    auto before = Stats(p->container_id);
+    ASSERT_TRUE(before.ok()) << before.status();
+    ASSERT_TRUE(before->has_cpu() && before->has_memory()) << before->DebugString();
+  }
+  const int old_pid = Inspect(p->container_id)->state.pid;
+  ASSERT_TRUE(docker_->StopContainer(ctx_, p->container_id, {.timeout_seconds = 0}).ok());
+  ASSERT_TRUE(docker_->StartContainer(ctx_, p->container_id).ok());
+  ASSERT_NE(Inspect(p->container_id)->state.pid, old_pid);
+
+  auto after = Stats(p->container_id);
+  ASSERT_TRUE(after.ok()) << after.status();
+  ASSERT_TRUE(after->has_cpu() && after->has_memory()) << "the first sample after the restart: "
+                                                       << after->DebugString();
+  const uint64_t usage_file =
+      std::stoull(ReadFile(absl::StrCat(ContainerCgroupDir("restart", p->container_id, "memory"), "/",
+                                        testenv::CgroupV2() ? "memory.current" : "memory.usage_in_bytes")));
+  EXPECT_NEAR(static_cast<double>(usage_file), static_cast<double>(after->memory().usage_bytes().value()), 4.0 * kMiB);
+}
+
 // The directory of a running container's writable layer as the kernel mounted it: the
 // upperdir of its root's overlay mount (graph driver and containerd store alike).
 std::string UpperDirOfRunning(int pid) {

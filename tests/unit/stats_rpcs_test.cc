@@ -611,6 +611,25 @@ TEST_P(StatsServiceTest, TheCgroupFoundOnceIsReadUntilItGoesThenFoundFromTheNewP
   EXPECT_EQ(docker_.CallCount("InspectContainer"), inspects);
 }
 
+TEST_P(StatsServiceTest, CgroupFilesStayOpenWhileTheContainerRunsAndCloseWhenItStops) {
+  const std::string pod = RunPod(PodConfig("web"));
+  const std::string id = AddContainer(pod, "app");
+  const int kept_before = stats::KeptKernelFiles::KeptInProcess();
+  auto first = Stats(id);
+  ASSERT_TRUE(first.ok()) << first.status();
+  const int kept = stats::KeptKernelFiles::KeptInProcess();
+  EXPECT_GT(kept, kept_before);
+  WriteCgroup(ContainerCgroupPath(id), Busy(7000000000));
+  auto second = Stats(id);
+  ASSERT_TRUE(second.ok()) << second.status();
+  EXPECT_EQ(second->cpu().usage_core_nano_seconds().value(), 7000000000u) << "the kept files' new text";
+  EXPECT_EQ(stats::KeptKernelFiles::KeptInProcess(), kept) << "no file opened twice";
+
+  StopContainer(id);
+  ASSERT_TRUE(Stats(id).ok());
+  EXPECT_EQ(stats::KeptKernelFiles::KeptInProcess(), kept_before) << "a stopped container's files are closed";
+}
+
 TEST_P(StatsServiceTest, AGonePidGivesNoSample) {
   const std::string pod = RunPod(PodConfig("web"));
   const std::string id = AddContainer(pod, "app");
