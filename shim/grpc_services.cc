@@ -93,6 +93,12 @@ class DispatchedCall : public Reactor, public dispatch::Call {
   void Refuse(const absl::Status& why) override { this->Finish(Refused(name_, why)); }
   void OnCancel() override { dispatcher_.Withdraw(*this); }
   void OnDone() override { delete this; }
+  // OnDone and OnCancel run on the gRPC thread that completes the call, as they do for
+  // gRPC's own default reactor: both are short and never wait (Withdraw takes the
+  // dispatcher's lock, held only to move a call). Otherwise gRPC hands each to its
+  // executor thread: one more thread wake-up per call (a profile under a kubelet with 100
+  // pods had 7% of the shim's CPU on that thread).
+  bool InternalInlineable() override { return true; }
 
  protected:
   // Runs the call and answers it; false, having answered nothing, when `without_waiting`
