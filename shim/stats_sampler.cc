@@ -12,6 +12,9 @@ namespace {
 // As long as the kubelet keeps its own CPU samples (its cri_stats_provider's cache period).
 constexpr absl::Duration kForgetAfter = absl::Minutes(10);
 constexpr absl::Duration kPruneEvery = absl::Minutes(1);
+// A container's cgroup files are closed once it has not been sampled for this long (six
+// of the kubelet's stats periods): it was removed, or nobody asks for its figures.
+constexpr absl::Duration kCloseFilesAfter = absl::Minutes(1);
 // Far more containers than a node runs; a bound against churn within kForgetAfter.
 constexpr size_t kMaxTracked = 4096;
 
@@ -122,18 +125,21 @@ std::optional<stats::CgroupDirs> StatsSampler::DirsOfRunning(const common::Conte
 
 std::optional<stats::CgroupDirs> StatsSampler::CgroupOfRunning(const common::Context& ctx, const std::string& id,
                                                                 Facts& facts) {
-  if (facts.cgroup) return facts.cgroup;
-  std::optional<stats::CgroupDirs> dirs = DirsOfRunning(ctx, id, facts);
-  if (!dirs) return dirs;
-  facts.cgroup = dirs;
+  if (!facts.cgroup) {
+    std::optional<stats::CgroupDirs> dirs = DirsOfRunning(ctx, id, facts);
+    if (!dirs) return dirs;
+    facts.cgroup = dirs;
+  } else if (facts.cgroup_files) {
+    return facts.cgroup;
+  }
   facts.cgroup_files = std::make_shared<KeptCgroupFiles>();
   std::lock_guard lock(mu_);
   // Unless the entry was forgotten or inspected again meanwhile.
   if (auto it = tracked_.find(id); it != tracked_.end() && it->second.facts && it->second.facts->pid == facts.pid) {
-    it->second.facts->cgroup = dirs;
+    it->second.facts->cgroup = facts.cgroup;
     it->second.facts->cgroup_files = facts.cgroup_files;
   }
-  return dirs;
+  return facts.cgroup;
 }
 
 CgroupReading StatsSampler::Read(const std::string& id, const stats::CgroupDirs& dirs, KeptCgroupFiles* kept) {
@@ -150,6 +156,7 @@ CgroupReading StatsSampler::Read(const std::string& id, const stats::CgroupDirs&
   Tracked& tracked = tracked_[id];
   tracked.used_at = reading.at;
   reading.nano_cores = tracked.cpu.Update({*reading.figures.cpu_usage_ns, reading.at});
+  Prune(reading.at);
   return reading;
 }
 
@@ -167,6 +174,9 @@ void StatsSampler::Prune(absl::Time now) {
   if (now - pruned_at_ < kPruneEvery && tracked_.size() <= kMaxTracked) return;
   pruned_at_ = now;
   std::erase_if(tracked_, [&](const auto& entry) { return now - entry.second.used_at > kForgetAfter; });
+  for (auto& [id, tracked] : tracked_) {
+    if (tracked.facts && now - tracked.used_at > kCloseFilesAfter) tracked.facts->cgroup_files.reset();
+  }
   while (tracked_.size() > kMaxTracked) {
     tracked_.erase(std::min_element(tracked_.begin(), tracked_.end(), [](const auto& a, const auto& b) {
       return a.second.used_at < b.second.used_at;

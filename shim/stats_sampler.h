@@ -108,14 +108,15 @@ class StatsSampler {
   // to nothing. Inspects once more when not (`facts` then holds the new answer).
   std::optional<stats::CgroupDirs> DirsOfRunning(const common::Context& ctx, const std::string& id, Facts& facts);
   // The cgroups of running container `id`: those found before, else DirsOfRunning's,
-  // kept for the next sample.
+  // kept for the next sample, with their files open (opened again once closed).
   std::optional<stats::CgroupDirs> CgroupOfRunning(const common::Context& ctx, const std::string& id, Facts& facts);
   // Through `kept` when given, else opening each file.
   CgroupReading Read(const std::string& id, const stats::CgroupDirs& dirs, KeptCgroupFiles* kept = nullptr);
   void Forget(const std::string& id);
   // Its cgroup went with its processes (a restart makes a new one, found again).
   void CloseCgroupFiles(const std::string& id);
-  // Drops entries not used for a while, and the least recently used beyond a bound; mu_ held.
+  // Drops entries not used for a while, and the least recently used beyond a bound, and
+  // closes the cgroup files of containers not sampled for a minute; mu_ held.
   void Prune(absl::Time now);
 
   dockerclient::DockerClient& docker_;

@@ -630,6 +630,25 @@ TEST_P(StatsServiceTest, CgroupFilesStayOpenWhileTheContainerRunsAndCloseWhenItS
   EXPECT_EQ(stats::KeptKernelFiles::KeptInProcess(), kept_before) << "a stopped container's files are closed";
 }
 
+// A removed container is no longer listed: its files go with the next minute's pruning.
+TEST_P(StatsServiceTest, CgroupFilesOfAContainerNotSampledForAMinuteAreClosed) {
+  const std::string pod = RunPod(PodConfig("web"));
+  const std::string a = AddContainer(pod, "a");
+  const std::string b = AddContainer(pod, "b");
+  const int kept_before = stats::KeptKernelFiles::KeptInProcess();
+  ASSERT_TRUE(Stats(a).ok());
+  const int per_container = stats::KeptKernelFiles::KeptInProcess() - kept_before;
+  ASSERT_GT(per_container, 0);
+
+  now_ += absl::Minutes(2);
+  ASSERT_TRUE(Stats(b).ok());
+  EXPECT_EQ(stats::KeptKernelFiles::KeptInProcess(), kept_before + per_container) << "a's closed, b's open";
+  auto again = Stats(a);
+  ASSERT_TRUE(again.ok()) << again.status();
+  EXPECT_TRUE(again->has_cpu());
+  EXPECT_EQ(stats::KeptKernelFiles::KeptInProcess(), kept_before + 2 * per_container) << "a's open again";
+}
+
 TEST_P(StatsServiceTest, AGonePidGivesNoSample) {
   const std::string pod = RunPod(PodConfig("web"));
   const std::string id = AddContainer(pod, "app");
