@@ -75,7 +75,6 @@ absl::Duration ParseDurationFlag(const std::string& name, const std::string& val
   return d;
 }
 
-// "" for fd://: the socket systemd passed.
 // The soft limit of open files raised to the hard one, as every Go program (cri-dockerd,
 // containerd, the kubelet) does at start: the stats keep each running container's cgroup
 // files open (KeptKernelFiles, up to half of the limit), about 7 per container, past
@@ -92,6 +91,7 @@ void RaiseOpenFileLimit() {
   }
 }
 
+// "" for fd://: the socket systemd passed.
 std::string SocketPath(const std::string& endpoint) {
   if (endpoint == "fd://") return "";
   if (absl::StartsWith(endpoint, "unix://")) return endpoint.substr(7);
